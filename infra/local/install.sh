@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the system packages rstar needs (Debian/Ubuntu, as root): Postgres, NATS, bubblewrap.
+set -euo pipefail
+need=()
+command -v bwrap >/dev/null || need+=(bubblewrap)
+command -v nats-server >/dev/null || need+=(nats-server)
+ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need+=(postgresql)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then echo "install.sh: need root to apt-get install ${need[*]}" >&2; exit 1; fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+# Debian's postgresql package starts a cluster on 5432; rstar runs its own, so stop the packaged one.
+if command -v pg_ctlcluster >/dev/null && pg_lsclusters -h 2>/dev/null | grep -q online; then
+  pg_lsclusters -h | awk '$4=="online"{print $1, $2}' | while read -r v c; do pg_ctlcluster "$v" "$c" stop || true; done
+fi
+echo "install.sh: bubblewrap, nats-server and postgresql present"

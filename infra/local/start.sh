@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Starts Postgres and a JetStream-enabled NATS on loopback unless they already answer.
+# Records what it started in $RSTAR_STATE_DIR so stop.sh stops only that.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"; . "$here/env.sh"
+mkdir -p "$RSTAR_STATE_DIR"
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+if port_open "$RSTAR_PG_PORT"; then
+  echo "start.sh: Postgres already answers on $RSTAR_PG_PORT"
+else
+  data="$RSTAR_STATE_DIR/pg"
+  run_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+  if [ ! -f "$data/PG_VERSION" ]; then
+    mkdir -p "$data"; [ "$(id -u)" = 0 ] && chown -R postgres:postgres "$RSTAR_STATE_DIR/pg"
+    run_pg "$PG_BIN/initdb" -D "$data" -U postgres --auth=trust -E UTF8 >/dev/null
+    { echo "listen_addresses = '127.0.0.1'"; echo "port = $RSTAR_PG_PORT"; echo "unix_socket_directories = '/tmp'";
+      echo "fsync = on"; echo "max_connections = 200"; echo "shared_buffers = 256MB"; } >> "$data/postgresql.conf"
+  fi
+  run_pg "$PG_BIN/pg_ctl" -D "$data" -l "$data/server.log" -w start >/dev/null
+  touch "$RSTAR_STATE_DIR/pg.started"
+  run_pg "$PG_BIN/psql" -h 127.0.0.1 -p "$RSTAR_PG_PORT" -U postgres -tc "SELECT 1 FROM pg_roles WHERE rolname='rstar'" | grep -q 1 \
+    || run_pg "$PG_BIN/psql" -h 127.0.0.1 -p "$RSTAR_PG_PORT" -U postgres -qc "CREATE ROLE rstar LOGIN SUPERUSER PASSWORD 'rstar'"
+  for db in rstar rstar_test; do
+    run_pg "$PG_BIN/psql" -h 127.0.0.1 -p "$RSTAR_PG_PORT" -U postgres -tc "SELECT 1 FROM pg_database WHERE datname='$db'" | grep -q 1 \
+      || run_pg "$PG_BIN/psql" -h 127.0.0.1 -p "$RSTAR_PG_PORT" -U postgres -qc "CREATE DATABASE $db OWNER rstar"
+  done
+  echo "start.sh: Postgres started on 127.0.0.1:$RSTAR_PG_PORT (user rstar/rstar, databases rstar, rstar_test)"
+fi
+
+if port_open "$RSTAR_NATS_PORT"; then
+  echo "start.sh: NATS already answers on $RSTAR_NATS_PORT"
+else
+  mkdir -p "$RSTAR_STATE_DIR/nats"
+  nohup nats-server -js -a 127.0.0.1 -p "$RSTAR_NATS_PORT" -m "$RSTAR_NATS_MONITOR_PORT" \
+    -sd "$RSTAR_STATE_DIR/nats" -c "$here/../nats/nats-server.conf" >"$RSTAR_STATE_DIR/nats.log" 2>&1 &
+  echo $! > "$RSTAR_STATE_DIR/nats.pid"
+  for _ in $(seq 1 50); do port_open "$RSTAR_NATS_PORT" && break; sleep 0.1; done
+  port_open "$RSTAR_NATS_PORT" || { echo "start.sh: nats-server did not start, see $RSTAR_STATE_DIR/nats.log" >&2; exit 1; }
+  echo "start.sh: NATS (JetStream) started on 127.0.0.1:$RSTAR_NATS_PORT"
+fi
+echo "export RSTAR_TEST_DATABASE_URL=postgres://rstar:rstar@127.0.0.1:$RSTAR_PG_PORT/rstar_test"
+echo "export RSTAR_TEST_NATS_URL=nats://127.0.0.1:$RSTAR_NATS_PORT"

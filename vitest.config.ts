@@ -1,0 +1,25 @@
+import { defineConfig } from 'vitest/config';
+import swc from 'unplugin-swc';
+import { resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+
+// One alias per workspace package, read from tsconfig.base.json so the two never drift.
+const paths: Record<string, string[]> = JSON.parse(
+  readFileSync(resolve(__dirname, 'tsconfig.base.json'), 'utf8'),
+).compilerOptions.paths;
+const alias = Object.fromEntries(Object.entries(paths).map(([k, v]) => [k, resolve(__dirname, v[0])]));
+
+export default defineConfig({
+  // swc keeps decorator metadata for NestJS; esbuild (vite's default) drops it.
+  plugins: [swc.vite({ module: { type: 'es6' } })],
+  resolve: { alias },
+  test: {
+    globals: false,
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    pool: 'forks',
+    maxWorkers: 2,
+    include: ['libs/**/*.spec.ts', 'services/**/*.spec.ts', 'test/**/*.spec.ts'],
+    exclude: ['**/node_modules/**', '**/dist/**'],
+  },
+});
