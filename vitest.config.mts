@@ -5,9 +5,9 @@ import { readFileSync } from 'node:fs';
 
 // One alias per workspace package, read from tsconfig.base.json so the two never drift.
 const paths: Record<string, string[]> = JSON.parse(
-  readFileSync(resolve(__dirname, 'tsconfig.base.json'), 'utf8'),
+  readFileSync(resolve(import.meta.dirname, 'tsconfig.base.json'), 'utf8'),
 ).compilerOptions.paths;
-const alias = Object.fromEntries(Object.entries(paths).map(([k, v]) => [k, resolve(__dirname, v[0])]));
+const alias = Object.fromEntries(Object.entries(paths).map(([k, v]) => [k, resolve(import.meta.dirname, v[0])]));
 
 export default defineConfig({
   // swc keeps decorator metadata for NestJS; esbuild (vite's default) drops it.

@@ -1,0 +1,39 @@
+import { z } from 'zod';
+
+/**
+ * Metadata carried by every event (ARCHITECTURE §3). `correlationId` ties every event of one run
+ * (usually the run id); `causationId` is the id of the event whose handler produced this one;
+ * `traceparent` is the W3C trace context so a trace crosses NATS hops.
+ */
+export const EventMetaSchema = z.object({
+  correlationId: z.string().min(1),
+  causationId: z.string().min(1).nullable().default(null),
+  traceparent: z.string().nullable().default(null),
+  producer: z.string().min(1),
+  recordedAt: z.string().datetime(),
+});
+export type EventMeta = z.infer<typeof EventMetaSchema>;
+
+/** The envelope without its `data`, validated before the type-specific schema is chosen. */
+export const EnvelopeHeadSchema = z.object({
+  id: z.string().min(1).max(512),
+  type: z.string().min(1),
+  version: z.number().int().positive(),
+  runId: z.string().min(1),
+  streamId: z.string().min(1),
+  data: z.unknown(),
+  meta: EventMetaSchema,
+});
+export type EnvelopeHead = z.infer<typeof EnvelopeHeadSchema>;
+
+/** A typed event: `{ id, type, version, runId, streamId, data, meta }`. */
+export interface EventEnvelope<T extends string = string, D = unknown> {
+  id: string;
+  type: T;
+  version: number;
+  runId: string;
+  /** The aggregate this event belongs to (`run-<id>`, `rollout-<id>`, ...); the archive orders per stream. */
+  streamId: string;
+  data: D;
+  meta: EventMeta;
+}

@@ -1,0 +1,32 @@
+/** Base class of contract errors; `code` is machine-readable, `field` names the offending path. */
+export class ContractError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly field: string | null = null,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** A payload that is not a valid event: not JSON, wrong envelope or wrong data. Never retried: dead-letter it. */
+export class InvalidEventError extends ContractError {
+  constructor(message: string, field: string | null) {
+    super('invalid_event', message, field);
+  }
+}
+
+/** An event whose `type` no contract names (or a version newer than this code knows). */
+export class UnknownEventError extends ContractError {
+  constructor(message: string, field: string | null = 'type') {
+    super('unknown_event', message, field);
+  }
+}
+
+/** An invalid run config; the message names the field and the fix. */
+export class ConfigError extends ContractError {
+  constructor(message: string, field: string | null) {
+    super('invalid_config', message, field);
+  }
+}

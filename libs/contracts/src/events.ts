@@ -1,0 +1,216 @@
+import { z } from 'zod';
+
+/**
+ * Every event of ARCHITECTURE §3: its `type`, current `version`, NATS subject and data schema.
+ * Subjects are wire contracts (STYLE.md rule 4): change them only with a new version and an upcaster.
+ */
+
+const TokenIds = z.array(z.number().int().nonnegative());
+const Logprobs = z.array(z.number());
+const ToolStatus = z.enum(['ok', 'runtime_error', 'timeout', 'memory_limit', 'output_limit', 'killed', 'sandbox_error', 'overloaded']);
+export type ToolStatus = z.infer<typeof ToolStatus>;
+
+export const RunStartedData = z.object({
+  config: z.record(z.string(), z.unknown()),
+  seed: z.number().int(),
+  codeVersion: z.string(),
+  mode: z.enum(['standalone', 'distributed']),
+  resumedFrom: z.string().nullable().default(null),
+  rerunOf: z.object({ runId: z.string(), step: z.number().int() }).nullable().default(null),
+});
+export const RunCompletedData = z.object({ steps: z.number().int().nonnegative(), summary: z.record(z.string(), z.unknown()) });
+export const RunFailedData = z.object({ error: z.string(), step: z.number().int().nullable().default(null) });
+
+export const StepStartedData = z.object({
+  step: z.number().int().nonnegative(),
+  stage: z.string(),
+  promptIds: z.array(z.string()),
+  policyVersion: z.number().int().nonnegative(),
+});
+
+export const SamplingParams = z.object({
+  temperature: z.number().min(0),
+  topP: z.number().gt(0).max(1),
+  seed: z.number().int(),
+});
+export const RolloutRequestedData = z.object({
+  rolloutId: z.string(),
+  groupId: z.string(),
+  step: z.number().int().nonnegative(),
+  promptIdx: z.number().int().nonnegative(),
+  sampleIdx: z.number().int().nonnegative(),
+  promptId: z.string(),
+  problem: z.string(),
+  gold: z.string(),
+  samplingParams: SamplingParams,
+  budget: z.object({ maxTokens: z.number().int().positive(), maxTurns: z.number().int().positive() }),
+  tool: z.enum(['python_code_with_standard_io', 'jupyter_code']).default('python_code_with_standard_io'),
+  policyVersion: z.number().int().nonnegative(),
+});
+
+export const TurnGeneratedData = z.object({
+  rolloutId: z.string(),
+  turn: z.number().int().nonnegative(),
+  tokenIds: TokenIds,
+  logprobs: Logprobs,
+  text: z.string(),
+  finishReason: z.enum(['stop', 'length', 'abort', 'error']),
+  engineId: z.string(),
+});
+
+export const ToolLimits = z.object({
+  timeoutMs: z.number().int().positive(),
+  memoryMb: z.number().int().positive(),
+});
+export const ToolCallRequestedData = z.object({
+  callId: z.string(),
+  rolloutId: z.string(),
+  turn: z.number().int().nonnegative(),
+  tool: z.string(),
+  code: z.string(),
+  input: z.string().default(''),
+  session: z.string().nullable().default(null),
+  limits: ToolLimits,
+});
+export const ToolCallCompletedData = z.object({
+  callId: z.string(),
+  rolloutId: z.string(),
+  turn: z.number().int().nonnegative(),
+  status: ToolStatus,
+  stdout: z.string(),
+  stderr: z.string(),
+  exitCode: z.number().int().nullable(),
+  signal: z.string().nullable(),
+  wallMs: z.number().nonnegative(),
+  cpuMs: z.number().nonnegative(),
+  truncated: z.boolean(),
+  sessionReset: z.boolean().default(false),
+});
+
+export const RolloutCompletedData = z.object({
+  rolloutId: z.string(),
+  groupId: z.string(),
+  step: z.number().int().nonnegative(),
+  promptId: z.string(),
+  gold: z.string(),
+  engineId: z.string(),
+  policyVersion: z.number().int().nonnegative(),
+  promptTokenIds: TokenIds,
+  /** Everything after the prompt: model tokens and tool-response tokens, in order. */
+  responseTokenIds: TokenIds,
+  /** Sampling logprob per response token (0 for tool-response tokens). */
+  logprobs: Logprobs,
+  /** 1 = model token (trained on), 0 = tool-response token. Same length as responseTokenIds. */
+  lossMask: z.array(z.union([z.literal(0), z.literal(1)])),
+  responseText: z.string(),
+  turns: z.number().int().nonnegative(),
+  toolCalls: z.number().int().nonnegative(),
+  toolErrors: z.number().int().nonnegative(),
+  answerBlocks: z.number().int().nonnegative(),
+  formatViolations: z.number().int().nonnegative(),
+  truncated: z.boolean(),
+  finishReason: z.enum(['answer', 'no_tool_call', 'budget', 'max_turns', 'error']),
+});
+
+export const RewardAssignedData = z.object({
+  rolloutId: z.string(),
+  groupId: z.string(),
+  step: z.number().int().nonnegative(),
+  reward: z.union([z.literal(0), z.literal(1)]),
+  correct: z.boolean(),
+  extracted: z.string().nullable(),
+  gold: z.string(),
+  normalizedPrediction: z.string().nullable(),
+  normalizedGold: z.string().nullable(),
+  rule: z.string(),
+  ms: z.number().nonnegative(),
+});
+
+export const RocPenalty = z.object({ rolloutId: z.string(), pErr: z.number(), pFormat: z.number() });
+export const GroupResampledData = z.object({
+  groupId: z.string(),
+  step: z.number().int().nonnegative(),
+  promptId: z.string(),
+  mode: z.enum(['weighted', 'topk', 'none']),
+  seed: z.string(),
+  kept: z.array(z.string()),
+  dropped: z.array(z.string()),
+  penalties: z.array(RocPenalty),
+  rewards: z.record(z.string(), z.number()),
+  /** Why the whole group was dropped, or null when G rollouts were kept. */
+  groupDropped: z.enum(['all_equal', 'timeout']).nullable(),
+  received: z.number().int().nonnegative(),
+  expected: z.number().int().positive(),
+});
+
+export const StepOptimizedData = z.object({
+  step: z.number().int().nonnegative(),
+  loss: z.number(),
+  clipFraction: z.number(),
+  approxKl: z.number(),
+  entropy: z.number().nullable(),
+  gradNorm: z.number(),
+  advantageMean: z.number(),
+  advantageStd: z.number(),
+  tokens: z.number().int().nonnegative(),
+  rollouts: z.number().int().nonnegative(),
+  batchHash: z.string(),
+  newPolicyVersion: z.number().int().nonnegative(),
+  checkpointUri: z.string(),
+  checkpointHash: z.string(),
+});
+
+export const PolicyUpdatedData = z.object({
+  version: z.number().int().nonnegative(),
+  checkpointUri: z.string(),
+  checkpointHash: z.string(),
+});
+
+export const StepCompletedData = z.object({
+  step: z.number().int().nonnegative(),
+  stage: z.string(),
+  metrics: z.record(z.string(), z.number().nullable()),
+});
+
+export const DeadLetteredData = z.object({
+  subject: z.string(),
+  consumer: z.string(),
+  reason: z.string(),
+  field: z.string().nullable(),
+  payload: z.string(),
+});
+
+/** Contract table: type -> current version, subject, data schema. */
+export const EVENT_CONTRACTS = {
+  RunStarted: { version: 1, subject: 'rstar.run.started', data: RunStartedData },
+  RunCompleted: { version: 1, subject: 'rstar.run.completed', data: RunCompletedData },
+  RunFailed: { version: 1, subject: 'rstar.run.failed', data: RunFailedData },
+  StepStarted: { version: 1, subject: 'rstar.step.started', data: StepStartedData },
+  RolloutRequested: { version: 1, subject: 'rstar.rollout.requested', data: RolloutRequestedData },
+  TurnGenerated: { version: 1, subject: 'rstar.rollout.turn', data: TurnGeneratedData },
+  ToolCallRequested: { version: 1, subject: 'rstar.tool.requested', data: ToolCallRequestedData },
+  ToolCallCompleted: { version: 1, subject: 'rstar.tool.completed', data: ToolCallCompletedData },
+  RolloutCompleted: { version: 1, subject: 'rstar.rollout.completed', data: RolloutCompletedData },
+  RewardAssigned: { version: 2, subject: 'rstar.reward.assigned', data: RewardAssignedData },
+  GroupResampled: { version: 1, subject: 'rstar.group.resampled', data: GroupResampledData },
+  StepOptimized: { version: 1, subject: 'rstar.step.optimized', data: StepOptimizedData },
+  PolicyUpdated: { version: 1, subject: 'rstar.policy.updated', data: PolicyUpdatedData },
+  StepCompleted: { version: 1, subject: 'rstar.step.completed', data: StepCompletedData },
+  DeadLettered: { version: 1, subject: 'rstar.dlq', data: DeadLetteredData },
+} as const;
+
+export type EventType = keyof typeof EVENT_CONTRACTS;
+export const EVENT_TYPES = Object.keys(EVENT_CONTRACTS) as EventType[];
+export type EventData<T extends EventType> = z.infer<(typeof EVENT_CONTRACTS)[T]['data']>;
+/** The data a producer passes in (defaults not yet applied). */
+export type EventDataInput<T extends EventType> = z.input<(typeof EVENT_CONTRACTS)[T]['data']>;
+
+/** NATS subject of an event type. */
+export function subjectOf(type: EventType): string {
+  return EVENT_CONTRACTS[type].subject;
+}
+
+/** Event type of a NATS subject, or undefined for a subject no contract names. */
+export function typeOfSubject(subject: string): EventType | undefined {
+  return EVENT_TYPES.find((t) => EVENT_CONTRACTS[t].subject === subject);
+}

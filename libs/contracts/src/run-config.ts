@@ -1,0 +1,150 @@
+import { z } from 'zod';
+import { parse as parseYaml } from 'yaml';
+import { ConfigError } from './errors';
+
+/**
+ * The run config (YAML) of `rstar train`: model, data, SFT, RL stages, GRPO-RoC, tool limits, trainer,
+ * engines and evaluation. Defaults follow PROTOCOL.md; presets live in `configs/*.yaml`.
+ */
+export const ModelConfigSchema = z.object({
+  layers: z.number().int().min(1).max(48).default(2),
+  dModel: z.number().int().min(8).max(8192).default(64),
+  heads: z.number().int().min(1).max(64).default(4),
+  context: z.number().int().min(16).max(131072).default(160),
+  ffMult: z.number().int().min(1).max(8).default(4),
+});
+
+export const StageConfigSchema = z.object({
+  name: z.string().min(1),
+  steps: z.number().int().min(1),
+  promptsPerStep: z.number().int().min(1),
+  /** G: rollouts kept per group; 2G are sampled (PROTOCOL §5). */
+  groupSize: z.number().int().min(1).default(16),
+  oversample: z.number().int().min(1).default(2),
+  maxResponseTokens: z.number().int().min(8),
+  maxTurns: z.number().int().min(1).default(10),
+  temperature: z.number().min(0).default(1),
+  topP: z.number().gt(0).max(1).default(1),
+  lr: z.number().positive(),
+  /** Stage 3 of the recipe: keep only prompts the current policy does not always solve. */
+  filterSolved: z.boolean().default(false),
+});
+
+export const RunConfigSchema = z.object({
+  name: z.string().min(1).default('run'),
+  seed: z.number().int().default(1),
+  policy: z
+    .object({
+      kind: z.enum(['builtin', 'external']).default('builtin'),
+      model: ModelConfigSchema.default(ModelConfigSchema.parse({})),
+      init: z.enum(['sft', 'checkpoint']).default('sft'),
+      checkpoint: z.string().nullable().default(null),
+      /** Name of the model for real engines (e.g. a HF id), informational for the builtin policy. */
+      name: z.string().nullable().default(null),
+    })
+    .prefault({}),
+  data: z
+    .object({
+      /** `tasks`: the built-in seeded task family; `file`: a JSON-lines dataset ({id, problem, answer}). */
+      source: z.enum(['tasks', 'file']).default('tasks'),
+      path: z.string().nullable().default(null),
+      heldOutPath: z.string().nullable().default(null),
+      heldOutSize: z.number().int().min(1).default(64),
+      trainSize: z.number().int().min(1).default(2048),
+    })
+    .prefault({}),
+  sft: z
+    .object({
+      steps: z.number().int().min(0).default(300),
+      batchSize: z.number().int().min(1).default(32),
+      lr: z.number().positive().default(3e-3),
+      warmupSteps: z.number().int().min(0).default(20),
+    })
+    .prefault({}),
+  stages: z.array(StageConfigSchema).min(1),
+  roc: z
+    .object({
+      enabled: z.boolean().default(true),
+      mode: z.enum(['weighted', 'topk']).default('weighted'),
+      /** Seconds the resampler waits for a group's 2G rewards before recording a timeout. */
+      groupTimeoutS: z.number().positive().default(600),
+    })
+    .prefault({}),
+  tool: z
+    .object({
+      name: z.enum(['python_code_with_standard_io', 'jupyter_code']).default('python_code_with_standard_io'),
+      timeoutMs: z.number().int().min(100).max(600_000).default(4000),
+      memoryMb: z.number().int().min(64).max(65536).default(384),
+      outputChars: z.number().int().min(16).default(1000),
+      responseChars: z.number().int().min(16).default(256),
+      maxParallelCalls: z.number().int().min(1).default(1),
+    })
+    .prefault({}),
+  trainer: z
+    .object({
+      kind: z.enum(['builtin', 'external']).default('builtin'),
+      warmupSteps: z.number().int().min(0).default(20),
+      epsLow: z.number().min(0).default(0.2),
+      epsHigh: z.number().min(0).default(0.28),
+      dualClip: z.number().min(1).default(3),
+      weightDecay: z.number().min(0).default(0.01),
+      gradClip: z.number().positive().default(1),
+      microBatch: z.number().int().min(1).default(64),
+    })
+    .prefault({}),
+  engines: z
+    .array(
+      z.object({
+        kind: z.enum(['builtin', 'sglang', 'vllm']),
+        url: z.string().url().nullable().default(null),
+        kvCapacityTokens: z.number().int().positive().nullable().default(null),
+      }),
+    )
+    .default([{ kind: 'builtin', url: null, kvCapacityTokens: null }]),
+  scheduler: z.enum(['kv-budget', 'least-requests', 'round-robin']).default('kv-budget'),
+  eval: z
+    .object({
+      samples: z.number().int().min(1).default(1),
+      temperature: z.number().min(0).default(0),
+      maxTurns: z.number().int().min(1).default(10),
+      maxResponseTokens: z.number().int().min(8).default(128),
+    })
+    .prefault({}),
+  /** Validate only (e.g. a 14B preset that needs real engines): `rstar train` refuses to run it here. */
+  validateOnly: z.boolean().default(false),
+});
+export type RunConfig = z.infer<typeof RunConfigSchema>;
+export type StageConfig = z.infer<typeof StageConfigSchema>;
+export type ModelConfig = z.infer<typeof ModelConfigSchema>;
+
+/**
+ * Validate a run config object. Throws {@link ConfigError} whose message names the field path and the
+ * fix, e.g. `stages.0.lr: expected number, received string (fix the value in your YAML)`.
+ */
+export function parseRunConfig(input: unknown): RunConfig {
+  const r = RunConfigSchema.safeParse(input);
+  if (!r.success) {
+    const msgs = r.error.issues.map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`);
+    const field = r.error.issues[0].path.map(String).join('.') || null;
+    throw new ConfigError(`invalid run config — ${msgs.join('; ')} (fix these fields in the config)`, field);
+  }
+  const c = r.data;
+  if (c.policy.model.dModel % c.policy.model.heads !== 0) {
+    throw new ConfigError('policy.model.dModel must be a multiple of policy.model.heads', 'policy.model.dModel');
+  }
+  if (c.data.source === 'file' && !c.data.path) {
+    throw new ConfigError('data.path is required when data.source is "file" (give a JSON-lines dataset)', 'data.path');
+  }
+  return c;
+}
+
+/** Parse YAML text into a validated run config. Throws {@link ConfigError}. */
+export function parseRunConfigYaml(text: string): RunConfig {
+  let obj: unknown;
+  try {
+    obj = parseYaml(text);
+  } catch (e) {
+    throw new ConfigError(`config is not valid YAML: ${(e as Error).message}`, null);
+  }
+  return parseRunConfig(obj ?? {});
+}

@@ -1,0 +1,70 @@
+import type { EventType, RstarEvent } from '@rstar/contracts';
+
+/** Per-delivery context handed to a handler. */
+export interface DeliveryContext {
+  /** The subject the message arrived on (with the bus's prefix). */
+  subject: string;
+  /** 1 on first delivery; >1 when redelivered after a nak, a crash or an ack timeout. */
+  deliveryCount: number;
+  /** Extend the ack deadline for a long handler (JetStream `working()` / +WPI). */
+  working(): void;
+}
+
+/** A handler: resolve = ack; throw {@link TransientError} (or any non-contract error) = nak with backoff. */
+export type EventHandler<T extends EventType = EventType> = (
+  event: Extract<RstarEvent, { type: T }>,
+  ctx: DeliveryContext,
+) => Promise<void>;
+
+export interface SubscribeOptions<T extends EventType> {
+  /** Durable consumer name; consumers with the same name share the work (a queue). */
+  durable: string;
+  /** Event types to receive. */
+  types: readonly T[];
+  handler: EventHandler<T>;
+  /** Max handlers in flight for this subscription (default 16). */
+  concurrency?: number;
+  /** Redeliveries before the message is dead-lettered (default 20). */
+  maxDeliver?: number;
+  /** Ack deadline in ms before redelivery unless `working()` is called (default 30 s). */
+  ackWaitMs?: number;
+}
+
+/** A live subscription. */
+export interface Subscription {
+  /** Stop fetching, wait for in-flight handlers, then release the consumer. */
+  drain(): Promise<void>;
+  /** Messages published but not yet delivered and acked for this consumer. */
+  lag(): Promise<number>;
+}
+
+/**
+ * The event bus port (ARCHITECTURE §4). Two implementations: JetStream (distributed) and the
+ * in-process bus (standalone). Same semantics: durable, at-least-once delivery with deduplication by
+ * event id on publish, explicit ack after the handler resolves.
+ */
+export interface EventBus {
+  /** Publish events; resolves when every one is durably stored (JetStream ack). Duplicate ids are dropped. */
+  publish(events: RstarEvent | readonly RstarEvent[]): Promise<void>;
+  subscribe<T extends EventType>(opts: SubscribeOptions<T>): Promise<Subscription>;
+  /** Drain every subscription and close the connection. */
+  close(): Promise<void>;
+}
+
+/** Thrown by a handler for a failure that may pass on retry (e.g. a dependency is down): nak with backoff. */
+export class TransientError extends Error {
+  readonly code = 'transient';
+  constructor(message: string, readonly cause?: unknown) {
+    super(message);
+    this.name = 'TransientError';
+  }
+}
+
+/** Thrown by a handler for an input it can never process: terminate + dead-letter, never retried. */
+export class PermanentError extends Error {
+  readonly code = 'permanent';
+  constructor(message: string, readonly field: string | null = null) {
+    super(message);
+    this.name = 'PermanentError';
+  }
+}
