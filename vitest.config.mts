@@ -15,9 +15,13 @@ export default defineConfig({
   resolve: { alias },
   test: {
     globals: false,
+    globalSetup: ['test/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // CI reads the JSON report to print the closing `N passed, N failed` line.
+    reporters: process.env.CI ? ['default', 'json'] : ['default'],
+    outputFile: { json: '.rstar/test-results.json' },
     maxWorkers: 2,
     include: ['libs/**/*.spec.ts', 'services/**/*.spec.ts', 'test/**/*.spec.ts'],
     exclude: ['**/node_modules/**', '**/dist/**'],
