@@ -28,6 +28,18 @@ export interface SubscribeOptions<T extends EventType> {
   maxDeliver?: number;
   /** Ack deadline in ms before redelivery unless `working()` is called (default 30 s). */
   ackWaitMs?: number;
+  /**
+   * Where a NEW durable starts: `'new'` (default) = only events published after it is created;
+   * `'all'` = everything the bus still holds (the archiver). An existing durable always resumes.
+   */
+  from?: 'new' | 'all';
+  /** Redelivery delay after a failure: `initialMs * 2^(n-1)`, capped at `maxMs` (default 250 ms .. 10 s). */
+  backoff?: { initialMs?: number; maxMs?: number };
+  /**
+   * Also receive messages on subjects no contract names (they fail parsing and are dead-lettered);
+   * the archiver sets this so nothing published under the prefix goes unseen.
+   */
+  allSubjects?: boolean;
 }
 
 /** A live subscription. */
@@ -49,6 +61,15 @@ export interface EventBus {
   subscribe<T extends EventType>(opts: SubscribeOptions<T>): Promise<Subscription>;
   /** Drain every subscription and close the connection. */
   close(): Promise<void>;
+}
+
+/**
+ * Optional extension both buses implement: publish raw bytes on a subject (under the bus's prefix),
+ * bypassing contract validation. For tests of dead-lettering and for bridges; services use `publish`.
+ */
+export interface RawPublisher {
+  /** `subject` is the contract subject (`rstar.run.started`); the bus maps it to its own prefix. */
+  publishRaw(subject: string, payload: string | Uint8Array, msgId?: string): Promise<void>;
 }
 
 /** Thrown by a handler for a failure that may pass on retry (e.g. a dependency is down): nak with backoff. */
