@@ -46,6 +46,20 @@ export const RolloutRequestedData = z.object({
   budget: z.object({ maxTokens: z.number().int().positive(), maxTurns: z.number().int().positive() }),
   tool: z.enum(['python_code_with_standard_io', 'jupyter_code']).default('python_code_with_standard_io'),
   policyVersion: z.number().int().nonnegative(),
+  /**
+   * How the resampler treats this rollout's group (optional, added without a version bump): rollouts
+   * expected in the group (2G), rollouts to keep (G), GRPO-RoC mode (`none` = plain GRPO), run seed of
+   * the RoC PRNG and seconds to wait for the group. Absent = the resampler's configured defaults.
+   */
+  resample: z
+    .object({
+      expected: z.number().int().positive(),
+      keep: z.number().int().positive(),
+      mode: z.enum(['weighted', 'topk', 'none']),
+      runSeed: z.number().int(),
+      timeoutS: z.number().positive(),
+    })
+    .optional(),
 });
 
 export const TurnGeneratedData = z.object({

@@ -1,0 +1,117 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from 'pg';
+import { makeEvent, type RstarEvent } from '@rstar/contracts';
+import { EventStore } from './event-store';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from './pglite.server';
+import { decodePosition, encodePosition, START } from './position';
+
+const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
+
+function ev(runId: string, stream: string, i: number): RstarEvent {
+  return makeEvent('RunFailed', { runId, streamId: stream, key: `${stream}:${i}`, producer: 'test', data: { error: `e${i}`, step: i } });
+}
+
+function suite(
+  name: string,
+  setup: () => Promise<{ url: string; schema: string; close: () => Promise<void> }>,
+  concurrentTransactions: boolean,
+) {
+  describe(`EventStore on ${name}`, () => {
+    let store: EventStore;
+    let env: { url: string; schema: string; close: () => Promise<void> };
+    beforeAll(async () => {
+      env = await setup();
+      store = await EventStore.connect({ connectionString: env.url, schema: env.schema, maxConnections: 4 });
+      await store.migrate(); // idempotent
+    });
+    afterAll(async () => {
+      await store?.close();
+      await env?.close();
+    });
+
+    it('appends with gap-free stream positions, drops duplicates, and upcasts on read', async () => {
+      const batch = [ev('r1', 's-a', 1), ev('r1', 's-b', 1), ev('r1', 's-a', 2), ev('r1', 's-a', 2)];
+      expect(await store.appendBatch(batch)).toEqual({ appended: 3, duplicates: 1 });
+      expect(await store.appendBatch([ev('r1', 's-a', 1), ev('r1', 's-a', 3)])).toEqual({ appended: 1, duplicates: 1 });
+      const a = await store.readStream('s-a');
+      expect(a.map((e) => [e.id, e.streamPosition])).toEqual([
+        [ev('r1', 's-a', 1).id, 1],
+        [ev('r1', 's-a', 2).id, 2],
+        [ev('r1', 's-a', 3).id, 3],
+      ]);
+      const old = { ...makeEvent('RewardAssigned', { runId: 'r1', streamId: 's-r', key: 'x', producer: 't', data: { rolloutId: 'x', groupId: 'g', step: 0, reward: 1, correct: true, extracted: '1', gold: '1', normalizedPrediction: null, normalizedGold: null, rule: 'exact', ms: 1 } }) };
+      const v1 = { ...old, version: 1, data: { rolloutId: 'x', groupId: 'g', step: 0, reward: 1, correct: true, extracted: '1', gold: '1', rule: 'exact' } } as unknown as RstarEvent;
+      await store.appendBatch([v1]);
+      const [r] = await store.readStream('s-r');
+      expect(r.version).toBe(2);
+      expect(r.type === 'RewardAssigned' && r.data.ms).toBe(0);
+      expect(await store.countByType('r1')).toEqual({ RewardAssigned: 1, RunFailed: 4 });
+      const runs = await store.listRuns();
+      expect(runs.find((x) => x.runId === 'r1')?.events).toBe(5);
+    });
+
+    it('keeps stream positions gap-free under concurrent appenders with overlapping duplicates', async () => {
+      const all = Array.from({ length: 400 }, (_, i) => ev('r2', `c-${i % 7}`, i));
+      const batches = Array.from({ length: 8 }, (_, b) => all.filter((_, i) => i % 8 === b || i % 13 === b));
+      const results = await Promise.all(batches.map((b) => store.appendBatch(b)));
+      expect(results.reduce((s, r) => s + r.appended, 0)).toBe(400);
+      for (let s = 0; s < 7; s++) {
+        const rows = await store.readStream(`c-${s}`, { limit: 1000 });
+        expect(rows.map((r) => r.streamPosition)).toEqual(rows.map((_, i) => i + 1));
+      }
+      expect(await store.count('r2')).toBe(400);
+    });
+
+    it('pages the run and the global log by (txid, position) and never skips a late commit', async () => {
+      const seen: string[] = [];
+      let after = START;
+      for (;;) {
+        const page = await store.readRun('r2', { after, limit: 64, types: ['RunFailed'] });
+        if (!page.events.length) break;
+        seen.push(...page.events.map((e) => e.id));
+        after = decodePosition(encodePosition(page.last));
+      }
+      expect(new Set(seen).size).toBe(400);
+
+      // PGlite is single-session: an open transaction holds the database, so a late commit cannot happen there.
+      if (!concurrentTransactions) return;
+      const head = await store.readAll({ limit: 100_000 });
+      // A transaction that started earlier (older txid) but commits after later appends are readable.
+      const late = new Client({ connectionString: env.url });
+      await late.connect();
+      await late.query('BEGIN');
+      await late.query(`SELECT pg_current_xact_id()`);
+      await store.appendBatch([ev('r3', 'late-b', 1)]);
+      const before = await store.readAll({ after: head.last, limit: 100 });
+      // While the older transaction is open nothing newer is handed out (it would be skipped otherwise).
+      expect(before.events).toEqual([]);
+      await late.query(
+        `INSERT INTO "${env.schema}".events (id, type, version, run_id, stream_id, stream_position, data, meta) VALUES ($1, 'RunFailed', 1, 'r3', 'late-a', 1, $2, $3)`,
+        ['late-a', JSON.stringify({ error: 'x', step: null }), JSON.stringify(ev('r3', 'late-a', 1).meta)],
+      );
+      await late.query('COMMIT');
+      await late.end();
+      const after2 = await store.readAll({ after: head.last, limit: 100 });
+      expect(after2.events.map((e) => e.id).sort()).toEqual(['late-a', ev('r3', 'late-b', 1).id].sort());
+    });
+  });
+}
+
+suite('Postgres', async () => {
+  const schema = `es_test_${process.pid}_${Date.now().toString(36)}`;
+  return {
+    url: PG_URL,
+    schema,
+    close: async () => {
+      const c = new Client({ connectionString: PG_URL });
+      await c.connect();
+      await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await c.end();
+    },
+  };
+}, true);
+
+suite('PGlite (pglite-socket)', async () => {
+  const pg: EmbeddedPostgres = await startEmbeddedPostgres();
+  return { url: pg.url, schema: 'rstar', close: () => pg.close() };
+}, false);

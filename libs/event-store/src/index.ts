@@ -1,0 +1,5 @@
+export * from './errors';
+export * from './migrations';
+export * from './position';
+export * from './event-store';
+export * from './pglite.server';

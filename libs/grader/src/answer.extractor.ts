@@ -1,0 +1,112 @@
+/** Where `text[open]` is `{`, the index of its matching `}`, or -1 when unbalanced. */
+export function matchBrace(text: string, open: number): number {
+  let depth = 0;
+  for (let i = open; i < text.length; i++) {
+    const c = text[i];
+    if (c === '\\') {
+      i++;
+      continue;
+    }
+    if (c === '{') depth++;
+    else if (c === '}' && --depth === 0) return i;
+  }
+  return -1;
+}
+
+interface Box {
+  start: number;
+  end: number;
+  content: string;
+}
+
+/** Every `\boxed{..}`, `\fbox{..}` and `\boxed x` in order; `null` when a box is unbalanced (no answer). */
+function findBoxes(text: string): Box[] | null {
+  const boxes: Box[] = [];
+  const re = /\\(?:boxed|fbox)(?![a-zA-Z])/g;
+  let m: RegExpExecArray | null;
+  while ((m = re.exec(text))) {
+    let i = m.index + m[0].length;
+    while (text[i] === ' ' && text[i + 1] !== '{') i++;
+    if (text[i] === ' ' && text[i + 1] === '{') i++;
+    if (text[i] === '{') {
+      const close = matchBrace(text, i);
+      if (close < 0) return null;
+      boxes.push({ start: m.index, end: close + 1, content: text.slice(i + 1, close) });
+      re.lastIndex = close + 1;
+    } else if (text[m.index + m[0].length] === ' ') {
+      // `\boxed 5`: the box holds the next token (up to whitespace, `$` or sentence punctuation).
+      const tok = /^ +([^\s$]+?)[.,;]?(?=\s|\$|$)/.exec(text.slice(m.index + m[0].length));
+      if (tok) boxes.push({ start: m.index, end: m.index + m[0].length + tok[0].length, content: tok[1] });
+    }
+  }
+  return boxes;
+}
+
+/** What separates two boxes that belong to one answer: `,` or `and` (with math delimiters and spaces). */
+const JOINER = /^[\s$]*(,|and|\\text\{\s*and\s*\})[\s$]*$/;
+/** Two boxes joined by `or` are a hedge; they are kept together so the list rule marks them wrong. */
+const HEDGE = /^[\s$]*(or|\\text\{\s*or\s*\})[\s$]*$/;
+
+const MARKERS: RegExp[] = [
+  /final answer\s*(?:is)?\s*[:：]?\s*(.+)$/gim,
+  /^\s*(?:\*\*)?answer(?:\*\*)?\s*[:：]\s*(.+)$/gim,
+  /the (?:final )?answer is\s*[:：]?\s*(.+)$/gim,
+  /####\s*(.+)$/gm,
+];
+
+function cleanMarked(s: string): string | null {
+  let t = s.trim().split('\n')[0].trim();
+  t = t.replace(/^\*+|\*+$/g, '').trim();
+  t = t.replace(/[.。]\s*$/, '').trim();
+  t = t.replace(/^\$+|\$+$/g, '').trim();
+  return t.length > 0 ? t : null;
+}
+
+/** The region an answer may come from: inside the last `<answer>` block, else after the last `</think>`. */
+function answerRegion(text: string): string {
+  const close = text.lastIndexOf('</answer>');
+  const open = text.lastIndexOf('<answer>', close >= 0 ? close : undefined);
+  if (open >= 0) return text.slice(open + '<answer>'.length, close > open ? close : undefined);
+  const think = text.lastIndexOf('</think>');
+  return think >= 0 ? text.slice(think + '</think>'.length) : text;
+}
+
+/**
+ * Extracts the final answer of a model response (GRADING rule 1): the last balanced `\boxed{...}`
+ * (also `\boxed x`, `\fbox{...}`) after the last `</think>` or inside the last `<answer>` block;
+ * adjacent boxes joined only by `,` / `and` form one list (`a, b`); boxes joined by `or` are returned
+ * as `a \text{ or } b` (a hedge, graded wrong). Without a box only an explicit marker counts
+ * (`Final Answer:`, `Answer:`, `the answer is`, `####`), never the last number of the text.
+ * Returns null when there is no answer, the last box is empty, or a box is unbalanced.
+ */
+export function extractAnswer(text: string): string | null {
+  if (typeof text !== 'string' || text.length === 0) return null;
+  const region = answerRegion(text);
+  const boxes = findBoxes(region);
+  if (boxes === null) return null;
+  if (boxes.length > 0) {
+    const group: string[] = [boxes[boxes.length - 1].content];
+    let hedged = false;
+    for (let k = boxes.length - 1; k > 0; k--) {
+      const between = region.slice(boxes[k - 1].end, boxes[k].start);
+      if (JOINER.test(between)) group.unshift(boxes[k - 1].content);
+      else if (HEDGE.test(between)) {
+        group.unshift(boxes[k - 1].content);
+        hedged = true;
+      } else break;
+    }
+    if (group.some((g) => g.trim() === '')) return null;
+    // A box inside the box (`\boxed{\boxed{8}}`) holds the same answer.
+    const inner = (g: string): string => (/\\(?:boxed|fbox)(?![a-zA-Z])/.test(g) ? (extractAnswer(g) ?? g) : g);
+    return group.map((g) => inner(g.trim())).join(hedged ? ' \\text{ or } ' : ', ');
+  }
+  // The marker that occurs last wins (a solution may restate its answer after a first attempt).
+  let best: { at: number; answer: string } | null = null;
+  for (const re of MARKERS) {
+    for (const m of region.matchAll(re)) {
+      const ans = cleanMarked(m[1]);
+      if (ans && (!best || m.index > best.at)) best = { at: m.index, answer: ans };
+    }
+  }
+  return best ? best.answer : null;
+}

@@ -1,0 +1,19 @@
+/** Machine-readable reasons a grader operation refused or failed. */
+export type GraderErrorCode =
+  | 'unparseable'
+  | 'refused_huge'
+  | 'division_by_zero'
+  | 'unsupported'
+  | 'invalid_input'
+  | 'backend_failed';
+
+/** A typed grader failure. Inside `grade` every such error ends as a `false` verdict (fail closed, rule 10). */
+export class GraderError extends Error {
+  constructor(
+    readonly code: GraderErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'GraderError';
+  }
+}

@@ -1,0 +1,6 @@
+export { extractAnswer } from './answer.extractor';
+export { grade, gradeAsync, type Verdict, type GradeOptions, type GradeAsyncOptions } from './grade';
+export { normalizeLatex, type NormalizedAnswer } from './latex.normalizer';
+export { GraderError, type GraderErrorCode } from './errors';
+export type { SymbolicBackend, SymbolicResult } from './symbolic.port';
+export { toSympy } from './sympy.serializer';

@@ -1,0 +1,102 @@
+import { matchBrace } from './answer.extractor';
+
+/** A normalised answer string plus the annotations stripped from it (GRADING rules 2, 4, 5). */
+export interface NormalizedAnswer {
+  /** The normalised LaTeX (no `$`, `\left`, spacing, text wrappers, units, `%`, degrees). */
+  text: string;
+  /** The answer carried `%` or the word `percent`. */
+  percent: boolean;
+  /** The answer carried `^\circ`, `°` or the word `degrees`. */
+  degrees: boolean;
+}
+
+const WRAPPERS = ['text', 'textbf', 'textit', 'textrm', 'textnormal', 'mathrm', 'mathbf', 'mathit', 'mbox', 'mathsf', 'boldsymbol', 'bm'];
+
+/** Replaces `\cmd{X}` with X for each wrapper; words keep spaces around them so they stay separate tokens. */
+function unwrapText(s: string): string {
+  const re = new RegExp(`\\\\(?:${WRAPPERS.join('|')})\\s*\\{`, 'g');
+  for (let guard = 0; guard < 50; guard++) {
+    re.lastIndex = 0;
+    const m = re.exec(s);
+    if (!m) break;
+    const open = m.index + m[0].length - 1;
+    const close = matchBrace(s, open);
+    if (close < 0) break;
+    const inner = s.slice(open + 1, close);
+    const wordy = /[a-zA-Z]{2,}/.test(inner) && !inner.trim().startsWith('\\');
+    s = s.slice(0, m.index) + (wordy ? ` ${inner} ` : inner) + s.slice(close + 1);
+  }
+  return s;
+}
+
+/** Unit words (and the single-letter units) stripped as whole words after a value; no conversion. */
+const UNIT_TAIL =
+  /^(.*?[\d}).!a-zA-Z\\])\s+((?:(?:square|sq|cubic|sq\.)\s+)?(?:[a-zA-Z]{2,}|[mgsLlhK])(?:\s*\^\s*\{?[23]\}?)?(?:\s+(?:per|\/)\s+[a-zA-Z]+)?(?:\s+[a-zA-Z]{2,})*)\s*$/;
+const NOT_UNITS = new Set(['or', 'and', 'odd', 'even', 'none', 'no', 'yes', 'true', 'false', 'undefined', 'infinite', 'is']);
+
+function stripUnits(s: string): string {
+  const m = UNIT_TAIL.exec(s);
+  if (!m) return s;
+  const head = m[1].trim();
+  const words = m[2].split(/\s+/).map((w) => w.replace(/\^.*$/, '').toLowerCase());
+  if (words.some((w) => NOT_UNITS.has(w))) return s;
+  // Only strip when what remains is a value: it has a digit or a closing bracket and no word of its own.
+  if (!/[\d)}]/.test(head) || /(^|[^\\a-zA-Z])[a-zA-Z]{3,}\s*$/.test(head)) return s;
+  return head;
+}
+
+/** Drops one pair of braces that wraps the whole string (`{2}` -> `2`). */
+function stripOuterBraces(s: string): string {
+  while (s.startsWith('{') && matchBrace(s, 0) === s.length - 1) s = s.slice(1, -1).trim();
+  return s;
+}
+
+/**
+ * GRADING rule 2 (+ the stripping parts of rules 4 and 5): drops `\left`/`\right`, `\displaystyle`,
+ * spacing commands, text wrappers, `$`, a trailing period, unambiguous thousands separators (`{,}`,
+ * `,\!`, thin spaces between digit groups), `\$`, `%` and degree marks (recorded as flags), and unit words
+ * after a value. Pure and bounded (linear in the input).
+ */
+export function normalizeLatex(input: string): NormalizedAnswer {
+  let s = input;
+  let percent = false;
+  let degrees = false;
+  s = s.replace(/\$/g, ' ');
+  s = s.replace(/\\(?:displaystyle|textstyle|scriptstyle)\b/g, ' ');
+  s = s.replace(/\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big)(?![a-zA-Z])\s*\.?/g, '');
+  s = s.replace(/\\[dtc]frac(?![a-zA-Z])/g, '\\frac');
+  // Thousands separators that cannot be a list (rule 4).
+  s = s.replace(/(\d)\s*(?:\{,\}|,\s*\\!)\s*(?=\d)/g, '$1');
+  s = s.replace(/(\d)(?:\\,|\\ |\\;|\u2009|\u202f)(?=\d{3}(?!\d))/g, '$1');
+  s = unwrapText(s);
+  s = s.replace(/\\\\|\\(?:!|,|;|:| |quad|qquad)/g, (m) => (m === '\\\\' ? m : ' ')).replace(/~/g, ' ');
+  s = s.replace(/\\\$|\\?\bUSD\b|€|£/g, ' ');
+  if (/\\%|%/.test(s)) {
+    percent = true;
+    s = s.replace(/\\%|%/g, ' ');
+  }
+  if (/\^\s*\{?\s*\\circ\s*\}?|°|\\degree|\\circ/.test(s)) {
+    degrees = true;
+    s = s.replace(/\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|°|\\degree|\\circ/g, ' ');
+  }
+  s = s.replace(/\\(?:geqslant|geq|ge)(?![a-zA-Z])/g, '\\geq ').replace(/\\(?:leqslant|leq|le)(?![a-zA-Z])/g, '\\leq ');
+  s = s.replace(/\\(?:neq|ne)(?![a-zA-Z])/g, '\\neq ').replace(/≤/g, '\\leq ').replace(/≥/g, '\\geq ').replace(/≠/g, '\\neq ');
+  s = s.replace(/\\(?:varnothing|O)(?![a-zA-Z])|∅/g, '\\emptyset ').replace(/\\lt(?![a-zA-Z])/g, '<').replace(/\\gt(?![a-zA-Z])/g, '>');
+  s = s.replace(/\s+/g, ' ').trim();
+  s = s.replace(/[.。]+$/, '').trim();
+  const pctWord = /\s+percent$/i.exec(s);
+  if (pctWord) {
+    percent = true;
+    s = s.slice(0, pctWord.index).trim();
+  }
+  const degWord = /\s+deg(?:rees?)?$/i.exec(s);
+  if (degWord) {
+    degrees = true;
+    s = s.slice(0, degWord.index).trim();
+  }
+  s = stripUnits(s);
+  s = stripOuterBraces(s);
+  s = s.replace(/\s*([\^_])\s*\{\s*([a-zA-Z0-9])\s*\}/g, '$1$2');
+  s = s.replace(/\s+/g, ' ').trim();
+  return { text: s, percent, degrees };
+}

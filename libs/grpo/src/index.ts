@@ -1,0 +1,7 @@
+export * from './errors';
+export * from './prng';
+export * from './roc-penalties';
+export * from './roc.resampler';
+export * from './advantages';
+export * from './clipped-loss';
+export * from './training-batch.builder';

@@ -1,0 +1,122 @@
+import type { RstarEvent } from '@rstar/contracts';
+import type { EventStore } from '@rstar/event-store';
+import { counter, createLogger, type Logger } from '@rstar/telemetry';
+import { TransientError, type EventBus, type Subscription } from './bus.port';
+import { ALL_EVENT_TYPES } from './subjects';
+
+export interface ArchiverOptions {
+  /** Durable consumer name (default `archiver`). */
+  durable?: string;
+  /** Events per append (default 500). */
+  batchSize?: number;
+  /** Longest an event waits for its batch to fill, in ms (default 20). */
+  maxWaitMs?: number;
+  logger?: Logger;
+}
+
+interface Waiting {
+  event: RstarEvent;
+  resolve: () => void;
+  reject: (e: unknown) => void;
+}
+
+const archivedTotal = () => counter('rstar_archiver_events_total', 'Events appended to the archive', ['result']);
+
+/**
+ * The event archiver (ARCHITECTURE §4): consumes every subject of the bus from the start of the
+ * stream, appends in batches of up to `batchSize` with one `unnest` insert, and acks each message only
+ * after its batch committed. A failed append rejects the whole batch with {@link TransientError}, so
+ * its messages are redelivered; `ON CONFLICT (id) DO NOTHING` drops the copies of any that did commit
+ * (e.g. after a crash between commit and ack). Invalid payloads are dead-lettered by the bus and the
+ * `DeadLettered` event is archived like any other.
+ */
+export class Archiver {
+  private sub: Subscription | null = null;
+  private buffer: Waiting[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private readonly inflight = new Set<Promise<void>>();
+  private readonly durable: string;
+  private readonly batchSize: number;
+  private readonly maxWaitMs: number;
+  private readonly log: Logger;
+  /** Counters since start: events newly stored, duplicates dropped, batches committed. */
+  readonly stats = { archived: 0, duplicates: 0, batches: 0 };
+
+  constructor(
+    private readonly bus: EventBus,
+    private readonly store: EventStore,
+    opts: ArchiverOptions = {},
+  ) {
+    this.durable = opts.durable ?? 'archiver';
+    this.batchSize = opts.batchSize ?? 500;
+    this.maxWaitMs = opts.maxWaitMs ?? 20;
+    this.log = opts.logger ?? createLogger('archiver');
+  }
+
+  /** Subscribe (idempotent). The in-flight window is two batches so one fills while the other commits. */
+  async start(): Promise<void> {
+    if (this.sub) return;
+    this.sub = await this.bus.subscribe({
+      durable: this.durable,
+      types: ALL_EVENT_TYPES,
+      allSubjects: true,
+      from: 'all',
+      concurrency: this.batchSize * 2,
+      backoff: { initialMs: 100, maxMs: 5_000 },
+      maxDeliver: 1_000,
+      handler: (event) => this.enqueue(event),
+    });
+    this.log.info('archiver started', { durable: this.durable, batchSize: this.batchSize });
+  }
+
+  /** Messages not yet archived and acked. */
+  async lag(): Promise<number> {
+    return this.sub ? this.sub.lag() : 0;
+  }
+
+  /** Stop consuming; in-flight batches are committed and acked first. */
+  async stop(): Promise<void> {
+    const sub = this.sub;
+    this.sub = null;
+    if (!sub) return;
+    const draining = sub.drain();
+    this.flush();
+    await draining;
+    await Promise.allSettled([...this.inflight]);
+  }
+
+  private enqueue(event: RstarEvent): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.buffer.push({ event, resolve, reject });
+      if (this.buffer.length >= this.batchSize) this.flush();
+      else if (!this.timer) this.timer = setTimeout(() => this.flush(), this.maxWaitMs);
+    });
+  }
+
+  private flush(): void {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    if (!this.buffer.length) return;
+    const batch = this.buffer;
+    this.buffer = [];
+    const p = this.store
+      .appendBatch(batch.map((w) => w.event))
+      .then((r) => {
+        this.stats.archived += r.appended;
+        this.stats.duplicates += r.duplicates;
+        this.stats.batches += 1;
+        archivedTotal().inc({ result: 'appended' }, r.appended);
+        if (r.duplicates) archivedTotal().inc({ result: 'duplicate' }, r.duplicates);
+        batch.forEach((w) => w.resolve());
+      })
+      .catch((e) => {
+        this.log.warn('append failed; the batch will be redelivered', { events: batch.length, err: e });
+        const err = new TransientError(`archive append failed: ${(e as Error).message}`, e);
+        batch.forEach((w) => w.reject(err));
+      })
+      .finally(() => this.inflight.delete(p));
+    this.inflight.add(p);
+  }
+}

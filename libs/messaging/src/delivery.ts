@@ -1,0 +1,97 @@
+import {
+  ContractError,
+  InvalidEventError,
+  UnknownEventError,
+  makeEvent,
+  parseEvent,
+  type RstarEvent,
+} from '@rstar/contracts';
+import type { Logger } from '@rstar/telemetry';
+import { PermanentError, type DeliveryContext, type EventHandler } from './bus.port';
+
+/** What the transport does with a message after its handler ran (STYLE rule 3: mapped once, here). */
+export type DeliveryOutcome =
+  | { kind: 'ack' }
+  | { kind: 'retry'; error: unknown }
+  | { kind: 'dead'; reason: string; field: string | null };
+
+/**
+ * Parse a payload and run the handler, mapping the result to ack / retry / dead-letter:
+ * invalid or unknown payloads and {@link PermanentError}/{@link ContractError} thrown by the handler
+ * dead-letter; any other error (including `TransientError`) retries; an event of a type the
+ * subscription did not ask for is acked without calling the handler.
+ */
+export async function deliver(
+  payload: string | Uint8Array,
+  types: ReadonlySet<string>,
+  handler: EventHandler<any>,
+  ctx: DeliveryContext,
+): Promise<DeliveryOutcome> {
+  let event: RstarEvent;
+  try {
+    event = parseEvent(payload);
+  } catch (e) {
+    if (e instanceof InvalidEventError || e instanceof UnknownEventError) {
+      return { kind: 'dead', reason: `${e.code}: ${e.message}`, field: e.field };
+    }
+    return { kind: 'dead', reason: `invalid_event: ${(e as Error).message}`, field: null };
+  }
+  if (!types.has(event.type)) return { kind: 'ack' };
+  try {
+    await handler(event, ctx);
+    return { kind: 'ack' };
+  } catch (e) {
+    if (e instanceof PermanentError || e instanceof ContractError) {
+      return { kind: 'dead', reason: `${e.code}: ${e.message}`, field: e.field };
+    }
+    return { kind: 'retry', error: e };
+  }
+}
+
+const MAX_DLQ_PAYLOAD = 64 * 1024;
+
+/**
+ * The `DeadLettered` event for a message a consumer gave up on. Its id is deterministic per
+ * (consumer, message id) so a re-dead-lettered redelivery is deduplicated.
+ */
+export function deadLetterEvent(o: {
+  consumer: string;
+  subject: string;
+  msgId: string;
+  payload: string | Uint8Array;
+  reason: string;
+  field: string | null;
+}): RstarEvent<'DeadLettered'> {
+  const text = typeof o.payload === 'string' ? o.payload : new TextDecoder().decode(o.payload);
+  let runId = 'unknown';
+  try {
+    const obj = JSON.parse(text);
+    if (obj && typeof obj.runId === 'string' && obj.runId) runId = obj.runId;
+  } catch {
+    // not JSON: the run is unknown
+  }
+  return makeEvent('DeadLettered', {
+    runId,
+    streamId: `dlq-${o.consumer}`,
+    key: `${o.consumer}:${o.msgId}`,
+    producer: `messaging/${o.consumer}`,
+    data: {
+      subject: o.subject,
+      consumer: o.consumer,
+      reason: o.reason,
+      field: o.field,
+      payload: text.length > MAX_DLQ_PAYLOAD ? text.slice(0, MAX_DLQ_PAYLOAD) : text,
+    },
+  });
+}
+
+/** Log the one clear line a dead letter deserves: consumer, subject, field and reason. */
+export function logDeadLetter(log: Logger, consumer: string, subject: string, msgId: string, reason: string, field: string | null): void {
+  log.warn(`dead-lettered message ${msgId} on ${subject} for consumer ${consumer}: field "${field ?? '(none)'}": ${reason}`, {
+    consumer,
+    subject,
+    msgId,
+    field,
+    reason,
+  });
+}

@@ -1,0 +1,301 @@
+import { connect, headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  jetstreamManager,
+  StorageType,
+  type ConsumerMessages,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+} from '@nats-io/jetstream';
+import type { EventType, RstarEvent } from '@rstar/contracts';
+import { createLogger, gauge, type Logger } from '@rstar/telemetry';
+import type { EventBus, RawPublisher, SubscribeOptions, Subscription } from './bus.port';
+import { backoffDelay, delay } from './backoff';
+import { deadLetterEvent, deliver, logDeadLetter } from './delivery';
+import { busSubjectOf, toBusSubject, toContractSubject } from './subjects';
+import { BusClosedError } from './in-process.bus';
+
+export interface JetStreamBusOptions {
+  /** NATS server URL(s), e.g. `nats://127.0.0.1:4222`. */
+  servers: string | string[];
+  /** Stream name (default `RSTAR`). */
+  stream?: string;
+  /** Subject prefix (default `rstar`); the stream captures `<prefix>.>`. */
+  subjectPrefix?: string;
+  /** Connection name shown by the server (default `rstar`). */
+  name?: string;
+  /** Give up a publish after retrying this long, in ms (default 120 s, the duplicate window). */
+  publishDeadlineMs?: number;
+  /** Publishes in flight at once for an array publish (default 256). */
+  publishWindow?: number;
+  logger?: Logger;
+}
+
+/** A publish was not acknowledged by JetStream within the deadline (the server stayed down). */
+export class PublishTimeoutError extends Error {
+  readonly code = 'publish_timeout';
+  constructor(
+    message: string,
+    readonly eventId: string,
+  ) {
+    super(message);
+    this.name = 'PublishTimeoutError';
+  }
+}
+
+const lagGauge = () => gauge('rstar_consumer_lag', 'Messages published but not yet acked, per durable consumer', ['consumer']);
+
+/**
+ * {@link EventBus} on NATS JetStream (ARCHITECTURE §4). At {@link JetStreamBus.connect} it ensures
+ * the stream (file storage, subjects `<prefix>.>`, 2 min duplicate window). `publish` sets
+ * `Nats-Msg-Id` = event id and the `traceparent` header, awaits the publish ack, and retries with
+ * backoff while the server is unreachable (the msg id makes a retried publish a no-op). Each
+ * subscription is a durable pull consumer with explicit ack; because nats-server 2.9 allows one filter
+ * subject per consumer, a subscription to one subject filters on it and any other filters on
+ * `<prefix>.>` and skips other types client-side.
+ */
+export class JetStreamBus implements EventBus, RawPublisher {
+  readonly prefix: string;
+  readonly stream: string;
+  private readonly subs = new Set<JetStreamSubscription>();
+  private closed = false;
+
+  private constructor(
+    readonly nc: NatsConnection,
+    private readonly js: JetStreamClient,
+    readonly jsm: JetStreamManager,
+    private readonly opts: JetStreamBusOptions,
+    readonly log: Logger,
+  ) {
+    this.prefix = opts.subjectPrefix ?? 'rstar';
+    this.stream = opts.stream ?? 'RSTAR';
+  }
+
+  /** Connect (reconnecting forever afterwards) and ensure the stream exists. */
+  static async connect(opts: JetStreamBusOptions): Promise<JetStreamBus> {
+    if (!opts.servers || (Array.isArray(opts.servers) && !opts.servers.length)) {
+      throw new Error('JetStreamBus: option "servers" is required (e.g. nats://127.0.0.1:4222)');
+    }
+    const log = opts.logger ?? createLogger('jetstream-bus');
+    const nc = await connect({
+      servers: opts.servers,
+      name: opts.name ?? 'rstar',
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+    });
+    const jsm = await jetstreamManager(nc);
+    const bus = new JetStreamBus(nc, jetstream(nc, { timeout: 5_000 }), jsm, opts, log);
+    await bus.ensureStream();
+    return bus;
+  }
+
+  private async ensureStream(): Promise<void> {
+    const subject = `${this.prefix}.>`;
+    try {
+      const info = await this.jsm.streams.info(this.stream);
+      if (!info.config.subjects?.includes(subject)) {
+        await this.jsm.streams.update(this.stream, { subjects: [...(info.config.subjects ?? []), subject] });
+      }
+    } catch (e) {
+      if (!/not found/i.test((e as Error).message)) throw e;
+      await this.jsm.streams.add({
+        name: this.stream,
+        subjects: [subject],
+        storage: StorageType.File,
+        duplicate_window: nanos(120_000),
+      });
+    }
+  }
+
+  async publish(events: RstarEvent | readonly RstarEvent[]): Promise<void> {
+    const list = (Array.isArray(events) ? events : [events]) as readonly RstarEvent[];
+    const window = this.opts.publishWindow ?? 256;
+    let next = 0;
+    const worker = async () => {
+      while (next < list.length) {
+        const e = list[next++];
+        await this.publishOne(busSubjectOf(this.prefix, e.type as EventType), JSON.stringify(e), e.id, e.meta.traceparent);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(window, list.length) }, worker));
+  }
+
+  async publishRaw(subject: string, payload: string | Uint8Array, msgId?: string): Promise<void> {
+    await this.publishOne(toBusSubject(this.prefix, subject), payload, msgId ?? null, null);
+  }
+
+  private async publishOne(subject: string, payload: string | Uint8Array, msgId: string | null, traceparent: string | null): Promise<void> {
+    if (this.closed) throw new BusClosedError();
+    const deadline = Date.now() + (this.opts.publishDeadlineMs ?? 120_000);
+    const h = natsHeaders();
+    if (traceparent) h.set('traceparent', traceparent);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.js.publish(subject, payload, { msgID: msgId ?? undefined, headers: h, timeout: 5_000 });
+        return;
+      } catch (e) {
+        if (this.closed) throw new BusClosedError();
+        if (Date.now() > deadline) {
+          throw new PublishTimeoutError(`publish of ${msgId ?? subject} not acked before the deadline: ${(e as Error).message}`, msgId ?? '');
+        }
+        if (attempt === 1 || attempt % 20 === 0) {
+          this.log.warn('publish failed; retrying', { subject, msgId, attempt, err: e });
+        }
+        await delay(backoffDelay(attempt, 100, 2_000));
+      }
+    }
+  }
+
+  async subscribe<T extends EventType>(opts: SubscribeOptions<T>): Promise<Subscription> {
+    if (this.closed) throw new BusClosedError();
+    if (!opts.durable || !/^[A-Za-z0-9_-]+$/.test(opts.durable)) {
+      throw new Error(`subscribe: option "durable" must be a name of letters, digits, "_" or "-", got "${opts.durable}"`);
+    }
+    const subjects = [...new Set(opts.types.map((t) => busSubjectOf(this.prefix, t)))];
+    if (!subjects.length && !opts.allSubjects) throw new Error('subscribe: option "types" must name at least one event type');
+    const filter = subjects.length === 1 && !opts.allSubjects ? subjects[0] : `${this.prefix}.>`;
+    const concurrency = Math.max(1, opts.concurrency ?? 16);
+    const config = {
+      durable_name: opts.durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: opts.from === 'all' ? DeliverPolicy.All : DeliverPolicy.New,
+      filter_subject: filter,
+      ack_wait: nanos(opts.ackWaitMs ?? 30_000),
+      max_ack_pending: Math.max(concurrency * 2, 256),
+      max_deliver: -1,
+    };
+    try {
+      const info = await this.jsm.consumers.info(this.stream, opts.durable);
+      if (info.config.filter_subject !== filter || info.config.ack_wait !== config.ack_wait || info.config.max_ack_pending !== config.max_ack_pending) {
+        await this.jsm.consumers.update(this.stream, opts.durable, {
+          filter_subject: filter,
+          ack_wait: config.ack_wait,
+          max_ack_pending: config.max_ack_pending,
+        });
+      }
+    } catch (e) {
+      if (!/not found/i.test((e as Error).message)) throw e;
+      await this.jsm.consumers.add(this.stream, config);
+    }
+    const consumer = await this.js.consumers.get(this.stream, opts.durable);
+    const messages = await consumer.consume({ max_messages: Math.min(concurrency * 2, 1024) });
+    const sub = new JetStreamSubscription(this, opts, messages, concurrency);
+    this.subs.add(sub);
+    sub.run().finally(() => this.subs.delete(sub));
+    return sub;
+  }
+
+  /** @internal Publish the dead letter, then the caller terms the message. */
+  async deadLetter(consumer: string, m: JsMsg, reason: string, field: string | null): Promise<void> {
+    const subject = toContractSubject(this.prefix, m.subject);
+    const msgId = m.headers?.get('Nats-Msg-Id') || `seq-${m.seq}`;
+    logDeadLetter(this.log, consumer, subject, msgId, reason, field);
+    await this.publish(deadLetterEvent({ consumer, subject, msgId, payload: m.data, reason, field }));
+  }
+
+  /** Drain every subscription and close the connection. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await Promise.all([...this.subs].map((s) => s.drain()));
+    this.closed = true;
+    await this.nc.drain().catch(() => this.nc.close());
+  }
+}
+
+class JetStreamSubscription implements Subscription {
+  private inflight = 0;
+  private draining = false;
+  private slotWaiters: Array<() => void> = [];
+  private idleWaiters: Array<() => void> = [];
+  private done: Promise<void> | null = null;
+  private readonly types: Set<string>;
+  private readonly lagTimer: NodeJS.Timeout;
+
+  constructor(
+    private readonly bus: JetStreamBus,
+    private readonly opts: SubscribeOptions<any>,
+    private readonly messages: ConsumerMessages,
+    private readonly concurrency: number,
+  ) {
+    this.types = new Set(opts.types);
+    this.lagTimer = setInterval(() => void this.lag().catch(() => undefined), 10_000);
+    this.lagTimer.unref();
+  }
+
+  run(): Promise<void> {
+    this.done = (async () => {
+      for await (const m of this.messages) {
+        if (this.draining) {
+          m.nak();
+          continue;
+        }
+        while (this.inflight >= this.concurrency) await new Promise<void>((r) => this.slotWaiters.push(r));
+        this.inflight++;
+        void this.handle(m).finally(() => {
+          this.inflight--;
+          this.slotWaiters.shift()?.();
+          if (this.inflight === 0) this.idleWaiters.splice(0).forEach((r) => r());
+        });
+      }
+    })().catch((e) => this.bus.log.error('consumer loop stopped', { consumer: this.opts.durable, err: e }));
+    return this.done;
+  }
+
+  private async handle(m: JsMsg): Promise<void> {
+    const name = this.opts.durable;
+    const maxDeliver = Math.max(1, this.opts.maxDeliver ?? 20);
+    const count = m.info.deliveryCount;
+    try {
+      if (count > maxDeliver) {
+        await this.bus.deadLetter(name, m, `max_deliver: gave up after ${count - 1} deliveries`, null);
+        m.term();
+        return;
+      }
+      const outcome = await deliver(m.data, this.types, this.opts.handler, {
+        subject: m.subject,
+        deliveryCount: count,
+        working: () => m.working(),
+      });
+      if (outcome.kind === 'ack') m.ack();
+      else if (outcome.kind === 'dead') {
+        await this.bus.deadLetter(name, m, outcome.reason, outcome.field);
+        m.term(outcome.reason.slice(0, 200));
+      } else if (count >= maxDeliver) {
+        const msg = outcome.error instanceof Error ? outcome.error.message : String(outcome.error);
+        await this.bus.deadLetter(name, m, `max_deliver: gave up after ${count} deliveries: ${msg}`, null);
+        m.term();
+      } else {
+        this.bus.log.debug('handler failed; nak with backoff', { consumer: name, seq: m.seq, count, err: outcome.error });
+        m.nak(backoffDelay(count, this.opts.backoff?.initialMs, this.opts.backoff?.maxMs));
+      }
+    } catch (e) {
+      // The dead letter could not be published (server down): let JetStream redeliver later.
+      this.bus.log.warn('could not settle message; it will be redelivered', { consumer: name, seq: m.seq, err: e });
+      try {
+        m.nak(backoffDelay(count, 500, 5_000));
+      } catch {
+        // connection gone: ack wait expiry redelivers it
+      }
+    }
+  }
+
+  async drain(): Promise<void> {
+    if (this.draining) return;
+    this.draining = true;
+    clearInterval(this.lagTimer);
+    if (this.inflight > 0) await new Promise<void>((r) => this.idleWaiters.push(r));
+    await this.messages.close().catch(() => undefined);
+    this.slotWaiters.splice(0).forEach((r) => r());
+    await this.done;
+  }
+
+  async lag(): Promise<number> {
+    const info = await this.bus.jsm.consumers.info(this.bus.stream, this.opts.durable);
+    const n = info.num_pending + info.num_ack_pending;
+    lagGauge().set({ consumer: this.opts.durable }, n);
+    return n;
+  }
+}

@@ -1,0 +1,15 @@
+export * from './errors';
+export * from './rng';
+export * from './backend';
+export * from './tokenizer';
+export { paramSpecs, countParams, type ParamSpec } from './transformer.params';
+export type { SamplingOptions, GenerationResult } from './kv-cache.sampler';
+export { PolicyModel, type GenerateOptions } from './policy.model';
+export { AdamW, type AdamWOptions, type AdamWState } from './adamw.optimizer';
+export { Trainer, type TrainerOptions, type SftBatch, type GrpoBatch, type SftMetrics, type GrpoMetrics } from './trainer';
+export { readCheckpoint, writeCheckpoint, type CheckpointData } from './checkpoint.store';
+export { createLocalExecutor, type CodeExecutor } from './code.executor';
+export { TASK_KINDS, generateTasks, type Task, type TaskKind } from './tasks/task.generator';
+export { buildSftTrace, taskPrompt, toolCallTurn, answerTurn, type SftTrace } from './tasks/sft-trace.builder';
+export { evaluateHeldOut, lastBoxed, type HeldOutReport } from './tasks/heldout.evaluator';
+export { runSft, SFT_PRESETS, type SftOptions, type SftPreset, type SftProgress, type SftResult } from './sft.runner';

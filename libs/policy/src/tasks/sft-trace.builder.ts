@@ -1,0 +1,55 @@
+import { IM_END, formatToolResponse, renderPrompt, renderToolCall, renderToolTurn, type ExecResult } from '@rstar/agent';
+import { PolicyInputError } from '../errors';
+import { Tokenizer } from '../tokenizer';
+import type { Task } from './task.generator';
+
+/** A tokenised SFT trace: `lossMask[t]` = 1 for model-written tokens, 0 for prompt and tool-response tokens. */
+export interface SftTrace {
+  text: string;
+  tokenIds: number[];
+  lossMask: number[];
+  /** Tokens of the prompt (up to and including the assistant's opening `<reason>`). */
+  promptLength: number;
+}
+
+/** The prompt of a task as the tiny policy sees it (compact template, PROTOCOL §1). */
+export function taskPrompt(task: Pick<Task, 'problem'>): string {
+  return renderPrompt(task.problem, { compact: true });
+}
+
+/** First assistant turn of a trace: a short reason, then one tool call, then end of turn. */
+export function toolCallTurn(code: string): string {
+  return `Let me compute this with Python.</reason>\n${renderToolCall(code)}${IM_END}`;
+}
+
+/** Final assistant turn: the tool output copied into `<answer>\boxed{...}</answer>`. */
+export function answerTurn(answer: string): string {
+  return `</reason>\n<answer>\\boxed{${answer}}</answer>${IM_END}`;
+}
+
+/**
+ * Build the rStar2-format SFT trace of a task (the "non-reasoning SFT" stage at miniature scale): prompt,
+ * reason + one `<tool_call>`, the tool response of the REAL execution `result` (PROTOCOL §3 text), then the
+ * answer. Segments are tokenised separately, as the agent loop does. Throws {@link PolicyInputError} when the
+ * execution did not print the gold answer (a broken program must not become a training target).
+ */
+export function buildSftTrace(task: Task, result: ExecResult, tokenizer: Tokenizer = new Tokenizer()): SftTrace {
+  const out = result.stdout.trim();
+  if (result.status !== 'ok' || out !== task.answer) {
+    throw new PolicyInputError(`task ${task.id}: execution gave status ${result.status}, stdout "${out.slice(0, 40)}", expected "${task.answer}" (the reference program is wrong or the sandbox failed)`, 'result');
+  }
+  const segs: [string, number][] = [
+    [taskPrompt(task), 0],
+    [toolCallTurn(task.code), 1],
+    [renderToolTurn([formatToolResponse(result)]), 0],
+    [answerTurn(out), 1],
+  ];
+  const tokenIds: number[] = [];
+  const lossMask: number[] = [];
+  for (const [text, m] of segs) {
+    const ids = tokenizer.encode(text);
+    tokenIds.push(...ids);
+    lossMask.push(...ids.map(() => m));
+  }
+  return { text: segs.map((s) => s[0]).join(''), tokenIds, lossMask, promptLength: tokenizer.encode(segs[0][0]).length };
+}

@@ -1,0 +1,800 @@
+"""rstar sandbox zygote.
+
+One long-lived interpreter that imports the heavy scientific stack once and then forks one child per
+call (ARCHITECTURE §5, SANDBOX.md: a cold `python3` with numpy+sympy costs ~0.7 s, a fork ~1-5 ms).
+It normally runs inside bubblewrap (no network, read-only system, private tmpfs, empty environment).
+
+Protocol (JSON lines): the host writes one request per line on fd 0 and reads one response per line on
+the zygote's original fd 1; the zygote handles one request at a time. The first line it writes is
+`{"ready": true, ...}`. Requests:
+  {"op": "exec", "code", "input", "timeoutMs", "memoryMb", "outputChars", "hardOutputBytes", "session"}
+  {"op": "ping"}
+Responses: {"status", "stdout", "stderr", "exitCode", "signal", "wallMs", "cpuMs", "truncated",
+"sessionReset", "outputBytes"}.
+
+Why the pieces are shaped this way:
+- A call's child joins a cgroup leaf (pids + memory) *before* it drops to an unprivileged uid, so user
+  code can neither leave its cgroup nor signal the zygote; a cgroup OOM kill is the clean signal for
+  `memory_limit` (RLIMIT_AS is only the fallback where no cgroup is writable).
+- The wall-clock limit is enforced here, outside the child, by SIGKILL of every process in the leaf
+  (and the process group); the host adds a second, coarser backstop on the zygote itself.
+- stdout/stderr are read while the program runs with a soft cap (head + tail kept, `truncated`) and a
+  hard cap (kill, `output_limit`), so a flood never deadlocks a pipe nor grows memory.
+- The zygote is a child subreaper, so orphans of a call (daemonised, new-session children) are reaped
+  here and never become zombies.
+"""
+import ast
+import builtins
+import ctypes
+import errno
+import fcntl
+import io
+import json
+import linecache
+import os
+import resource
+import select
+import shutil
+import signal
+import sys
+import time
+import traceback
+
+CFG = json.loads(os.environ.pop("RSTAR_ZYGOTE_CONFIG", "{}"))
+os.environ.pop("RSTAR_CG_PROCS", None)
+WORK_ROOT = CFG.get("workRoot", "/tmp/rstar-zygote")
+CALL_UID = CFG.get("uid")  # None: stay as we are (no privilege to drop)
+CG_CALL = CFG.get("cgCall")  # {"memory": dir|None, "pids": dir|None, "version": 1|2}
+CG_SESSIONS = CFG.get("cgSessions", [])  # one leaf per session slot
+SESSION_CAP = int(CFG.get("sessionCap", 4))
+SESSION_IDLE_S = float(CFG.get("sessionIdleS", 300))
+WIPE_DIRS = CFG.get("wipeDirs", [])  # shared temp dirs wiped after each call (only inside a sandbox)
+PIDS_MAX = int(CFG.get("pidsMax", 64))
+FILE_MAX = int(CFG.get("fileMaxBytes", 64 << 20))
+NOFILE = int(CFG.get("openFiles", 256))
+CODE_NAME = "<code>"
+
+# Pre-import the heavy stack once; children inherit it copy-on-write.
+os.environ.setdefault("MPLBACKEND", "Agg")
+import math, fractions, itertools, collections, functools, re, random, decimal, statistics  # noqa
+import numpy  # noqa
+import sympy  # noqa
+import scipy, scipy.special  # noqa
+# Heavier extras (scipy.optimize/stats, matplotlib) stay lazy: every preloaded MiB makes each fork
+# slower (page tables), and most tool calls need only sympy/numpy. MPLBACKEND=Agg keeps plots headless.
+sys.set_int_max_str_digits(int(CFG.get("intMaxStrDigits", 0)))
+import gc
+gc.collect()
+gc.freeze()  # children's collections skip inherited objects instead of copying their pages
+
+libc = ctypes.CDLL(None, use_errno=True)
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_PDEATHSIG = 1
+libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+# Keep the protocol channel private: fd 1/2 of children are their own pipes.
+PROTO_OUT = os.fdopen(os.dup(1), "w", buffering=1)
+PROTO_IN = os.fdopen(os.dup(0), "r", buffering=1)
+devnull = os.open(os.devnull, os.O_RDWR)
+os.dup2(devnull, 0)
+os.dup2(2, 1)
+os.makedirs(WORK_ROOT, exist_ok=True)
+
+
+def send(obj):
+    PROTO_OUT.write(json.dumps(obj) + "\n")
+    PROTO_OUT.flush()
+
+
+# ---------------------------------------------------------------- cgroups
+def cg_write(d, name, value):
+    with open(os.path.join(d, name), "w") as f:
+        f.write(str(value))
+
+
+def cg_read(d, name):
+    try:
+        with open(os.path.join(d, name)) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def oom_count(leaf):
+    if not leaf or not leaf.get("memory"):
+        return 0
+    d = leaf["memory"]
+    text = cg_read(d, "memory.oom_control") if leaf.get("version") == 1 else cg_read(d, "memory.events")
+    for line in text.splitlines():
+        k, _, v = line.partition(" ")
+        if k == "oom_kill":
+            return int(v)
+    return 0
+
+
+def leaf_prepare(leaf, memory_mb):
+    """Set the leaf's limits for the next call (memory in MiB of new pages, pids incl. threads)."""
+    if not leaf:
+        return
+    v = leaf.get("version")
+    if leaf.get("pids"):
+        cg_write(leaf["pids"], "pids.max", PIDS_MAX)
+    if leaf.get("memory"):
+        b = int(memory_mb) << 20
+        if v == 1:
+            # memsw must stay >= limit: raise order depends on direction.
+            for name in ("memory.memsw.limit_in_bytes", "memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
+                try:
+                    cg_write(leaf["memory"], name, b)
+                except OSError:
+                    pass
+        else:
+            cg_write(leaf["memory"], "memory.max", b)
+            try:
+                cg_write(leaf["memory"], "memory.swap.max", 0)
+            except OSError:
+                pass
+
+
+def leaf_pids(leaf):
+    pids = set()
+    if leaf:
+        for key in ("pids", "memory"):
+            d = leaf.get(key)
+            if d:
+                for line in cg_read(d, "cgroup.procs").split():
+                    pids.add(int(line))
+    return pids
+
+
+def reap_all():
+    """Reap every exited child (we are the subreaper); returns {pid: status} for the ones reaped."""
+    reaped = {}
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            break
+        reaped[pid] = status
+    return reaped
+
+
+def kill_tree(leaf, pgid=None):
+    """SIGKILL everything of a call: its cgroup leaf (catches new-session children) and its group."""
+    if pgid:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass
+    deadline = time.monotonic() + 2.0
+    while leaf:
+        pids = leaf_pids(leaf)
+        if not pids or time.monotonic() > deadline:
+            break
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        reap_all()
+        time.sleep(0.001)
+
+
+# ---------------------------------------------------------------- child side
+def join_cgroup(leaf):
+    if leaf:
+        for key in ("pids", "memory"):
+            if leaf.get(key):
+                cg_write(leaf[key], "cgroup.procs", 0)
+    os.setpgid(0, 0)
+
+
+def isolate_fds(out_w, err_w, keep):
+    """Child: stdout/stderr onto the pipes, `keep` fds moved to 3.., every other inherited fd closed
+    (so a program can never reach the protocol channel or another session's pipes)."""
+    os.dup2(out_w, 1)
+    os.dup2(err_w, 2)
+    moved = []
+    for i, fd in enumerate(keep):
+        os.dup2(fd, 10 + i)
+    for i in range(len(keep)):
+        os.dup2(10 + i, 3 + i)
+        moved.append(3 + i)
+    os.closerange(3 + len(keep), 1 << 16)
+    return moved
+
+
+def join_and_drop(leaf, memory_mb, timeout_ms, workdir):
+    """In a fresh child: set rlimits, leave privileges (the cgroup was joined right after fork)."""
+    cpu_s = max(1, int(timeout_ms / 1000) + 1)
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_MAX, FILE_MAX))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (NOFILE, NOFILE))
+    if not (leaf and leaf.get("memory")):
+        # Fallback without a memory cgroup: cap address space above what the zygote already maps.
+        with open("/proc/self/statm") as f:
+            vm = int(f.read().split()[0]) * resource.getpagesize()
+        cap = vm + (int(memory_mb) << 20)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    os.chdir(workdir)
+    if CALL_UID is not None:
+        os.setgroups([])
+        os.setresgid(CALL_UID, CALL_UID, CALL_UID)
+        os.setresuid(CALL_UID, CALL_UID, CALL_UID)
+    # Die with the zygote whatever happens to it.
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    os.environ["HOME"] = workdir
+    os.environ["TMPDIR"] = workdir
+
+
+def setup_stdio(stdin_path):
+    fd = os.open(stdin_path, os.O_RDONLY)
+    os.dup2(fd, 0)
+    os.close(fd)
+    # Unbuffered, write-through text streams: output printed before a crash or a kill is kept.
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8", errors="replace")
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8",
+                                  errors="backslashreplace", write_through=True)
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                                  errors="backslashreplace", write_through=True)
+
+
+def format_exception(exc):
+    """Type, line, message and the offending line, with the runner's own frames cut off."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != CODE_NAME:
+        tb = tb.tb_next
+    if isinstance(exc, SyntaxError) and exc.filename == CODE_NAME:
+        tb = None
+    return "".join(traceback.format_exception(type(exc), exc, tb))
+
+
+def run_cell(code, ns):
+    """Execute `code` in namespace `ns`; echo the repr of a final bare expression. Returns exit code."""
+    linecache.cache[CODE_NAME] = (len(code), None, code.splitlines(True), CODE_NAME)
+    try:
+        tree = ast.parse(code, CODE_NAME, "exec")
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        exec(compile(tree, CODE_NAME, "exec"), ns)
+        if last is not None:
+            value = eval(compile(last, CODE_NAME, "eval"), ns)
+            if value is not None:
+                print(repr(value))
+        return 0
+    except SystemExit as e:
+        c = e.code
+        if c is None:
+            return 0
+        if isinstance(c, int):
+            return c & 0xFF
+        print(c, file=sys.stderr)
+        return 1
+    except MemoryError:
+        sys.stderr.write("MemoryError: memory limit exceeded\n")
+        return 1
+    except BaseException as e:  # noqa: B036 - everything the program raises is its result
+        try:
+            sys.stderr.write(format_exception(e))
+        except BaseException:
+            sys.stderr.write(f"{type(e).__name__}\n")
+        return 1
+
+
+def fresh_namespace():
+    return {"__name__": "__main__", "__builtins__": builtins}
+
+
+# ---------------------------------------------------------------- output collection
+class Capture:
+    """Keeps head and tail of a stream up to a char cap; counts every byte."""
+
+    def __init__(self, cap_chars):
+        self.cap = max(0, cap_chars)
+        self.byte_cap = self.cap * 4 + 4
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, b):
+        self.total += len(b)
+        room = self.byte_cap - len(self.head)
+        if room > 0:
+            self.head += b[:room]
+            b = b[room:]
+        if b:
+            self.tail += b
+            if len(self.tail) > self.byte_cap:
+                del self.tail[: len(self.tail) - self.byte_cap]
+
+    def text(self):
+        if not self.tail:
+            full = self.head.decode("utf-8", "replace")
+            if len(full) <= self.cap:
+                return full, False
+            head, tail = full, ""
+        else:
+            head = self.head.decode("utf-8", "replace")
+            tail = self.tail.decode("utf-8", "replace")
+        marker = f"\n...[truncated {self.total} bytes]...\n"
+        keep = max(0, self.cap - len(marker))
+        h = keep - keep // 2
+        t = keep // 2
+        return head[:h] + marker + (tail[-t:] if t else ""), True
+
+
+def pump(fds, caps, deadline, hard_bytes, stop_when=None, drain_s=0.05):
+    """Read fds into captures until all EOF, `stop_when()` says the program ended (then a short drain),
+    the deadline passes ('timeout') or the hard output cap is hit ('output_limit')."""
+    open_fds = dict(zip(fds, caps))
+    ended_at = None
+    while open_fds:
+        now = time.monotonic()
+        if ended_at is None and stop_when and stop_when():
+            ended_at = now
+        if ended_at is not None and now - ended_at > drain_s:
+            return None
+        if now >= deadline:
+            return "timeout"
+        wait = deadline - now
+        if ended_at is not None:
+            wait = min(wait, drain_s)
+        elif stop_when:
+            wait = min(wait, 0.02)
+        r, _, _ = select.select(list(open_fds), [], [], wait)
+        for fd in r:
+            try:
+                b = os.read(fd, 65536)
+            except OSError:
+                b = b""
+            if not b:
+                del open_fds[fd]
+                continue
+            open_fds[fd].feed(b)
+            if sum(c.total for c in caps) > hard_bytes:
+                return "output_limit"
+    return None
+
+
+def drain_nonblocking(pairs, hard_bytes):
+    for fd, cap in pairs:
+        fl = fcntl.fcntl(fd, fcntl.F_GETFL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, fl | os.O_NONBLOCK)
+        try:
+            while cap.total <= hard_bytes:
+                b = os.read(fd, 65536)
+                if not b:
+                    break
+                cap.feed(b)
+        except OSError:
+            pass
+        fcntl.fcntl(fd, fcntl.F_SETFL, fl)
+
+
+def classify(killed_for, exit_status, oom_before, leaf, stderr_text):
+    """Map how the child ended to (status, exitCode, signal)."""
+    code, sig = None, None
+    if exit_status is not None:
+        if os.WIFSIGNALED(exit_status):
+            sig = signal.Signals(os.WTERMSIG(exit_status)).name
+        elif os.WIFEXITED(exit_status):
+            code = os.WEXITSTATUS(exit_status)
+    if killed_for:
+        return killed_for, code, sig or "SIGKILL"
+    if oom_count(leaf) > oom_before:
+        return "memory_limit", code, sig
+    if sig == "SIGXCPU":
+        return "timeout", code, sig
+    if sig in ("SIGKILL", "SIGTERM"):
+        return "killed", code, sig
+    if sig is not None:
+        return "runtime_error", code, sig
+    if code == 0:
+        return "ok", code, sig
+    tail = stderr_text.rstrip().rsplit("\n", 1)[-1]
+    if tail.startswith("MemoryError"):
+        return "memory_limit", code, sig
+    return "runtime_error", code, sig
+
+
+def new_workdir():
+    d = os.path.join(WORK_ROOT, f"c{time.monotonic_ns()}")
+    os.mkdir(d, 0o700)
+    if CALL_UID is not None:
+        os.chown(d, CALL_UID, CALL_UID)
+    return d
+
+
+def wipe(path):
+    shutil.rmtree(path, ignore_errors=True)  # rmtree never follows symlinks planted in the tree
+
+
+def wipe_shared():
+    for d in WIPE_DIRS:
+        try:
+            entries = os.listdir(d)
+        except OSError:
+            continue
+        for name in entries:
+            p = os.path.join(d, name)
+            if os.path.abspath(p) == os.path.abspath(WORK_ROOT) or os.path.abspath(WORK_ROOT).startswith(os.path.abspath(p) + os.sep):
+                continue
+            if p in SESSION_DIRS:
+                continue
+            try:
+                if os.path.isdir(p) and not os.path.islink(p):
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    os.unlink(p)
+            except OSError:
+                pass
+
+
+def cpu_ms_of(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            parts = f.read().rsplit(")", 1)[1].split()
+        ticks = sum(int(x) for x in parts[11:15])
+        return ticks * 1000.0 / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+# ---------------------------------------------------------------- stateless call
+SPARE = None  # a child forked ahead of time, waiting for its program: the fork is off the latency path
+
+
+def prefork():
+    """Fork the next call's child now; it joins the call leaf and blocks until it gets its request."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            join_cgroup(CG_CALL)
+            (go,) = isolate_fds(out_w, err_w, [go_r])
+            chunks = []
+            while True:
+                b = os.read(go, 1 << 20)
+                if not b:
+                    break
+                chunks.append(b)
+            os.close(go)
+            if not chunks:
+                os._exit(0)
+            job = json.loads(b"".join(chunks))
+            req = job["req"]
+            join_and_drop(CG_CALL, req["memoryMb"], req["timeoutMs"], job["workdir"])
+            setup_stdio(job["stdin"])
+            rc = run_cell(req["code"], fresh_namespace())
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            except BaseException:
+                pass
+            os._exit(rc)
+        except BaseException as e:  # setup failure: report it as the sandbox's error
+            try:
+                os.write(2, f"rstar-sandbox: child setup failed: {e!r}\n".encode())
+            finally:
+                os._exit(125)
+    os.close(out_w)
+    os.close(err_w)
+    os.close(go_r)
+    return {"pid": pid, "out_r": out_r, "err_r": err_r, "go_w": go_w}
+
+
+def exec_stateless(req):
+    timeout_s = req["timeoutMs"] / 1000.0
+    leaf = CG_CALL
+    leaf_prepare(leaf, req["memoryMb"])
+    oom_before = oom_count(leaf)
+    workdir = new_workdir()
+    stdin_path = os.path.join(WORK_ROOT, "stdin-" + os.path.basename(workdir))
+    with open(stdin_path, "w", encoding="utf-8") as f:
+        f.write(req.get("input") or "")
+    global SPARE
+    spare = SPARE or prefork()
+    SPARE = None
+    pid, out_r, err_r = spare["pid"], spare["out_r"], spare["err_r"]
+    start = time.monotonic()
+    try:
+        os.write(spare["go_w"], json.dumps({"req": req, "workdir": workdir, "stdin": stdin_path}).encode())
+    except OSError:
+        pass
+    os.close(spare["go_w"])
+    outc, errc = Capture(req["outputChars"]), Capture(req["outputChars"])
+    status_holder = {}
+
+    def exited():
+        if "st" in status_holder:
+            return True
+        try:
+            p, st, ru = os.wait4(pid, os.WNOHANG)
+        except ChildProcessError:
+            status_holder["st"] = None
+            return True
+        if p == pid:
+            status_holder["st"] = st
+            status_holder["ru"] = ru
+            return True
+        return False
+
+    killed_for = pump([out_r, err_r], [outc, errc], start + timeout_s, req["hardOutputBytes"], exited)
+    while not killed_for and not exited():
+        # The program closed its output but still runs: wait for it up to the limit.
+        if time.monotonic() >= start + timeout_s:
+            killed_for = "timeout"
+            break
+        time.sleep(0.002)
+    if killed_for or not exited():
+        # Either the program overran, or it closed its pipes but keeps running: the call is over.
+        kill_tree(leaf, pid)
+        if "st" not in status_holder:
+            try:
+                _, st, ru = os.wait4(pid, 0)
+                status_holder["st"], status_holder["ru"] = st, ru
+            except ChildProcessError:
+                status_holder["st"] = None
+        if not killed_for and time.monotonic() >= start + timeout_s:
+            killed_for = "timeout"
+    wall_ms = (time.monotonic() - start) * 1000.0
+    # Whatever the main process left behind (daemons, new sessions) dies with the call.
+    kill_tree(leaf, pid)
+    # A last non-blocking drain: output written just before the end is kept.
+    drain_nonblocking([(out_r, outc), (err_r, errc)], req["hardOutputBytes"])
+    os.close(out_r)
+    os.close(err_r)
+    reap_all()
+    ru = status_holder.get("ru")
+    cpu_ms = (ru.ru_utime + ru.ru_stime) * 1000.0 if ru else 0.0
+    stdout, t1 = outc.text()
+    stderr, t2 = errc.text()
+    st = status_holder.get("st")
+    status, code, sig = classify(killed_for, st, oom_before, leaf, stderr)
+    if st is not None and os.WIFEXITED(st) and os.WEXITSTATUS(st) == 125 and "rstar-sandbox: child setup failed" in stderr:
+        status = "sandbox_error"
+    wipe(workdir)
+    try:
+        os.unlink(stdin_path)
+    except OSError:
+        pass
+    wipe_shared()
+    return {"status": status, "stdout": stdout, "stderr": stderr, "exitCode": code, "signal": sig,
+            "wallMs": round(wall_ms, 3), "cpuMs": round(cpu_ms, 3), "truncated": t1 or t2,
+            "sessionReset": False, "outputBytes": outc.total + errc.total}
+
+
+# ---------------------------------------------------------------- sessions
+SESSIONS = {}  # id -> dict(pid, ctl_w, res_r, out_r, err_r, leaf, workdir, last)
+SESSION_DIRS = set()
+RESET_IDS = collections.OrderedDict()  # sessions whose interpreter was lost (next call says so)
+
+
+def mark_reset(sid):
+    RESET_IDS[sid] = True
+    while len(RESET_IDS) > 4096:
+        RESET_IDS.popitem(last=False)
+
+
+def session_loop(ctl_r, res_w, workdir):
+    """The session interpreter: one cell per control line, result on its own pipe (never in stdout,
+    so no program output can forge the end marker)."""
+    ns = fresh_namespace()
+    ctl = os.fdopen(ctl_r, "r", buffering=1)
+    while True:
+        line = ctl.readline()
+        if not line:
+            os._exit(0)
+        cell = json.loads(line)
+        setup_stdio(cell["stdinPath"])
+        os.chdir(workdir)
+        rc = run_cell(cell["code"], ns)
+        os.write(res_w, (json.dumps({"rc": rc}) + "\n").encode())
+
+
+def end_session(sid, reset):
+    s = SESSIONS.pop(sid, None)
+    if not s:
+        return
+    kill_tree(s["leaf"], s["pid"])
+    for k in ("ctl_w", "res_r", "out_r", "err_r"):
+        try:
+            os.close(s[k])
+        except OSError:
+            pass
+    try:
+        os.waitpid(s["pid"], 0)
+    except ChildProcessError:
+        pass
+    reap_all()
+    SESSION_DIRS.discard(s["workdir"])
+    wipe(s["workdir"])
+    if reset:
+        mark_reset(sid)
+
+
+def expire_sessions():
+    now = time.monotonic()
+    for sid in [k for k, s in SESSIONS.items() if now - s["last"] > SESSION_IDLE_S]:
+        end_session(sid, True)
+
+
+def free_leaf():
+    used = {id(s["leaf"]) for s in SESSIONS.values()}
+    for leaf in CG_SESSIONS:
+        if id(leaf) not in used:
+            return leaf
+    return None
+
+
+def start_session(sid, req):
+    if len(SESSIONS) >= SESSION_CAP:
+        lru = min(SESSIONS, key=lambda k: SESSIONS[k]["last"])
+        end_session(lru, True)
+    leaf = free_leaf() if CG_SESSIONS else None
+    leaf_prepare(leaf, req["memoryMb"])
+    workdir = new_workdir()
+    SESSION_DIRS.add(workdir)
+    ctl_r, ctl_w = os.pipe()
+    res_r, res_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            join_cgroup(leaf)
+            ctl_r, res_w = isolate_fds(out_w, err_w, [ctl_r, res_w])
+            # Sessions get a generous CPU rlimit: their wall limit is enforced per cell from here.
+            join_and_drop(leaf, req["memoryMb"], 24 * 3600 * 1000, workdir)
+            session_loop(ctl_r, res_w, workdir)
+        except BaseException as e:
+            try:
+                os.write(2, f"rstar-sandbox: session setup failed: {e!r}\n".encode())
+            finally:
+                os._exit(125)
+    for fd in (ctl_r, res_w, out_w, err_w):
+        os.close(fd)
+    s = {"pid": pid, "ctl_w": ctl_w, "res_r": res_r, "out_r": out_r, "err_r": err_r, "leaf": leaf,
+         "workdir": workdir, "last": time.monotonic()}
+    SESSIONS[sid] = s
+    return s
+
+
+def exec_session(req):
+    sid = req["session"]
+    expire_sessions()
+    reset = False
+    s = SESSIONS.get(sid)
+    if s is None:
+        reset = RESET_IDS.pop(sid, False) or bool(req.get("known"))
+        s = start_session(sid, req)
+    s["last"] = time.monotonic()
+    stdin_path = os.path.join(WORK_ROOT, f"stdin-s{time.monotonic_ns()}")
+    with open(stdin_path, "w", encoding="utf-8") as f:
+        f.write(req.get("input") or "")
+    os.chmod(stdin_path, 0o644)
+    oom_before = oom_count(s["leaf"])
+    cpu_before = cpu_ms_of(s["pid"])
+    start = time.monotonic()
+    outc, errc = Capture(req["outputChars"]), Capture(req["outputChars"])
+    result = {}
+    try:
+        os.write(s["ctl_w"], (json.dumps({"code": req["code"], "stdinPath": stdin_path}) + "\n").encode())
+    except OSError:
+        result["dead"] = True
+    res_buf = bytearray()
+
+    class ResCap:
+        total = 0
+
+        def feed(self, b):
+            res_buf.extend(b)
+
+    rescap = ResCap()
+    fds = [s["out_r"], s["err_r"], s["res_r"]]
+    caps = [outc, errc, rescap]
+
+    def done():
+        return b"\n" in res_buf
+
+    killed_for = None if result.get("dead") else pump(fds, caps, start + req["timeoutMs"] / 1000.0,
+                                                       req["hardOutputBytes"], done, drain_s=0.0)
+    if not killed_for:
+        drain_nonblocking([(s["out_r"], outc), (s["err_r"], errc)], req["hardOutputBytes"])
+    cpu_ms = max(0.0, cpu_ms_of(s["pid"]) - cpu_before)
+    wall_ms = (time.monotonic() - start) * 1000.0
+    try:
+        os.unlink(stdin_path)
+    except OSError:
+        pass
+    if done() and not killed_for:
+        rc = json.loads(bytes(res_buf).split(b"\n", 1)[0])["rc"]
+        # The cell is over; children it left behind are not part of the session's state.
+        for p in leaf_pids(s["leaf"]) - {s["pid"]}:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        reap_all()
+        stdout, t1 = outc.text()
+        stderr, t2 = errc.text()
+        status = "ok" if rc == 0 else "runtime_error"
+        if rc != 0 and stderr.rstrip().rsplit("\n", 1)[-1].startswith("MemoryError"):
+            status = "memory_limit"
+        wipe_shared()
+        return {"status": status, "stdout": stdout, "stderr": stderr, "exitCode": rc, "signal": None,
+                "wallMs": round(wall_ms, 3), "cpuMs": round(cpu_ms, 3), "truncated": t1 or t2,
+                "sessionReset": reset, "outputBytes": outc.total + errc.total}
+    # Timeout, flood or a crashed interpreter: the state is gone; say so.
+    st = None
+    if not killed_for:
+        try:
+            p, st0 = os.waitpid(s["pid"], os.WNOHANG)
+            st = st0 if p == s["pid"] else None
+        except ChildProcessError:
+            pass
+    pid = s["pid"]
+    end_session(sid, True)
+    stdout, t1 = outc.text()
+    stderr, t2 = errc.text()
+    if st is None and not killed_for:
+        killed_for = None
+    status, code, sig = classify(killed_for, st, oom_before, s["leaf"], stderr)
+    if st is None and not killed_for and status == "ok":
+        status, sig = "killed", "SIGKILL"
+    wipe_shared()
+    return {"status": status, "stdout": stdout, "stderr": stderr, "exitCode": code, "signal": sig,
+            "wallMs": round(wall_ms, 3), "cpuMs": round(cpu_ms, 3), "truncated": t1 or t2,
+            "sessionReset": True, "outputBytes": outc.total + errc.total, "pid": pid}
+
+
+# ---------------------------------------------------------------- main loop
+def handle(req):
+    op = req.get("op", "exec")
+    if op == "ping":
+        return {"pong": True, "sessions": len(SESSIONS)}
+    if op == "end_session":
+        end_session(req["session"], False)
+        return {"ended": True, "sessions": len(SESSIONS)}
+    if req.get("session"):
+        return exec_session(req)
+    return exec_stateless(req)
+
+
+def main():
+    global SPARE
+    send({"ready": True, "pid": os.getpid(), "python": sys.version.split()[0],
+          "numpy": numpy.__version__, "sympy": sympy.__version__, "scipy": scipy.__version__,
+          "intMaxStrDigits": sys.get_int_max_str_digits()})
+    while True:
+        r, _, _ = select.select([PROTO_IN], [], [], 5.0)
+        if not r:
+            expire_sessions()
+            reap_all()
+            continue
+        line = PROTO_IN.readline()
+        if not line:
+            for sid in list(SESSIONS):
+                end_session(sid, False)
+            return
+        try:
+            req = json.loads(line)
+            resp = handle(req)
+        except Exception as e:  # a broken request must not kill the zygote
+            resp = {"status": "sandbox_error", "stdout": "", "stderr": f"rstar-sandbox: {e!r}",
+                    "exitCode": None, "signal": None, "wallMs": 0, "cpuMs": 0, "truncated": False,
+                    "sessionReset": False}
+        resp["sessions"] = len(SESSIONS)
+        send(resp)
+        if SPARE is None and CFG.get("prefork", True):
+            SPARE = prefork()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import type { CgroupLeaf } from './cgroup.manager';
+
+/** Environment every program sees: nothing from the host (H30), UTF-8 I/O, unbuffered, 1 BLAS thread. */
+export function sandboxEnv(workRoot: string): Record<string, string> {
+  return {
+    PATH: '/usr/local/bin:/usr/bin:/bin',
+    HOME: workRoot,
+    LANG: 'C.UTF-8',
+    LC_ALL: 'C.UTF-8',
+    PYTHONUNBUFFERED: '1',
+    PYTHONIOENCODING: 'utf-8',
+    PYTHONUTF8: '1',
+    PYTHONDONTWRITEBYTECODE: '1',
+    PYTHONINTMAXSTRDIGITS: '0',
+    MPLBACKEND: 'Agg',
+    MPLCONFIGDIR: `${workRoot}/.mpl`,
+    OPENBLAS_NUM_THREADS: '1',
+    OMP_NUM_THREADS: '1',
+    MKL_NUM_THREADS: '1',
+    NUMEXPR_NUM_THREADS: '1',
+  };
+}
+
+/** True when `bwrap` can create the namespaces we need on this host (tested once, ~40 ms). */
+export function bwrapUsable(): { ok: boolean; reason: string | null } {
+  try {
+    execFileSync('bwrap', ['--unshare-net', '--unshare-pid', '--ro-bind', '/', '/', '--proc', '/proc', 'true'], {
+      timeout: 10_000,
+      stdio: 'pipe',
+    });
+    return { ok: true, reason: null };
+  } catch (e) {
+    return { ok: false, reason: `bubblewrap unusable: ${(e as Error).message.split('\n')[0]}` };
+  }
+}
+
+/** Inside the sandbox, leaf `name`'s controller dirs are bound at `/cg/<name>/<controller>`. */
+function bindLeaf(args: string[], name: string, leaf: CgroupLeaf | null): CgroupLeaf | null {
+  if (!leaf) return null;
+  const inner: CgroupLeaf = { version: leaf.version, memory: null, pids: null };
+  if (leaf.memory) {
+    args.push('--bind', leaf.memory, `/cg/${name}/memory`);
+    inner.memory = `/cg/${name}/memory`;
+  }
+  if (leaf.pids) {
+    if (leaf.pids === leaf.memory) inner.pids = inner.memory;
+    else {
+      args.push('--bind', leaf.pids, `/cg/${name}/pids`);
+      inner.pids = `/cg/${name}/pids`;
+    }
+  }
+  return inner;
+}
+
+/**
+ * bubblewrap argv for a zygote (SANDBOX.md: `--unshare-all`-like namespaces, system and Python
+ * read-only, private tmpfs, no host env). No cgroup namespace: the zygote moves call children
+ * between leaves bound into the sandbox, which needs their real paths.
+ * Capabilities kept by the zygote only: the call child drops to an unprivileged uid before user code.
+ */
+export function bwrapArgs(p: {
+  pythonRoots: string[];
+  zygoteHostPath: string;
+  env: Record<string, string>;
+  call: CgroupLeaf | null;
+  sessions: CgroupLeaf[];
+}): { args: string[]; inner: { call: CgroupLeaf | null; sessions: CgroupLeaf[] }; zygotePath: string } {
+  const args = [
+    '--unshare-ipc',
+    '--unshare-pid',
+    '--unshare-net',
+    '--unshare-uts',
+    '--hostname',
+    'sandbox',
+    '--die-with-parent',
+    '--new-session',
+    '--clearenv',
+  ];
+  for (const [k, v] of Object.entries(p.env)) args.push('--setenv', k, v);
+  for (const d of ['/usr', '/bin', '/lib', '/lib64', '/sbin']) if (existsSync(d)) args.push('--ro-bind', d, d);
+  for (const f of ['/etc/ld.so.cache', '/etc/ld.so.conf', '/etc/localtime', '/etc/alternatives'])
+    if (existsSync(f)) args.push('--ro-bind', f, f);
+  for (const r of p.pythonRoots) args.push('--ro-bind', r, r);
+  const zygotePath = '/opt/rstar/zygote.py';
+  args.push('--ro-bind', p.zygoteHostPath, zygotePath);
+  args.push('--proc', '/proc', '--dev', '/dev');
+  args.push('--perms', '1777', '--tmpfs', '/tmp', '--perms', '1777', '--tmpfs', '/var/tmp', '--tmpfs', '/run');
+  const call = bindLeaf(args, 'call', p.call);
+  const sessions = p.sessions.map((s, i) => bindLeaf(args, `s${i}`, s)!);
+  for (const cap of ['CAP_SETUID', 'CAP_SETGID', 'CAP_KILL', 'CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_FOWNER'])
+    args.push('--cap-add', cap);
+  return { args, inner: { call, sessions }, zygotePath };
+}

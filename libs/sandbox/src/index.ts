@@ -1,0 +1,23 @@
+/**
+ * @rstar/sandbox: the isolated Python execution pool behind the code tool (ARCHITECTURE §5,
+ * PROTOCOL §3). Main type: {@link SandboxPool}. The tool-response text lives in @rstar/agent.
+ */
+export { SandboxPool, poolResult } from './sandbox.pool';
+export type {
+  ExecRequest,
+  ExecResult,
+  ExecStatus,
+  ExecLimits,
+  IsolationMode,
+  SandboxHealth,
+  SandboxPoolOptions,
+} from './sandbox.types';
+export { DEFAULT_LIMITS, DEFAULT_MAXIMA, MIN_MEMORY_MB, resolveRequest, type ResolvedRequest } from './exec-request.validator';
+export { resolvePython, REPO_ROOT } from './python.resolver';
+export {
+  SandboxError,
+  InvalidRequestError,
+  PoolNotRunningError,
+  IsolationUnavailableError,
+  WorkerStartError,
+} from './sandbox.errors';

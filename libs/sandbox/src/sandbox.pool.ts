@@ -1,0 +1,321 @@
+import { cpus, tmpdir } from 'node:os';
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { bwrapUsable, sandboxEnv } from './bwrap.args';
+import { CgroupManager, type WorkerCgroups } from './cgroup.manager';
+import { DEFAULT_LIMITS, DEFAULT_MAXIMA, resolveRequest, type ResolvedRequest } from './exec-request.validator';
+import { inspectPython, resolvePython, ZYGOTE_PATH } from './python.resolver';
+import { InvalidRequestError, IsolationUnavailableError, PoolNotRunningError } from './sandbox.errors';
+import type { ExecLimits, ExecRequest, ExecResult, ExecStatus, SandboxHealth, SandboxPoolOptions } from './sandbox.types';
+import { WorkerBackstopError, ZygoteWorker } from './zygote.worker';
+
+let poolSeq = 0;
+
+interface Job {
+  req: ResolvedRequest;
+  resolve: (r: ExecResult) => void;
+  /** Worker index this job must run on (session affinity), or -1 for any. */
+  worker: number;
+}
+
+/** A result the pool produces itself (never ran). */
+export function poolResult(status: ExecStatus, stderr: string): ExecResult {
+  return { status, stdout: '', stderr, exitCode: null, signal: null, wallMs: 0, cpuMs: 0, truncated: false };
+}
+
+/**
+ * A pool of warm Python zygotes (ARCHITECTURE §5, issue 3): each imports numpy/sympy/scipy once and
+ * forks one child per call inside bubblewrap, with per-call cgroup limits, wall-clock kill of the
+ * whole call from outside, output caps while reading, and stateful sessions pinned to one worker.
+ *
+ * `execute()` never throws for a bad program or a bad request: everything is an {@link ExecResult}
+ * (`sandbox_error` names the invalid field; `overloaded` when `queueLimit` requests already wait).
+ *
+ * @example
+ * const pool = new SandboxPool(); await pool.start();
+ * const r = await pool.execute({ code: 'import sympy as s; s.sqrt(8)' }); // r.stdout === '2*sqrt(2)\n'
+ * await pool.close();
+ */
+export class SandboxPool {
+  private readonly opts: SandboxPoolOptions;
+  private readonly defaults: ExecLimits;
+  private readonly maxima: ExecLimits & { inputBytes: number; codeBytes: number };
+  private readonly queueLimit: number;
+  private readonly sessionCap: number;
+  private readonly sessionIdleS: number;
+  private readonly pidsMax: number;
+  private readonly nWorkers: number;
+  private workers: ZygoteWorker[] = [];
+  private cgroupsOf: (WorkerCgroups | null)[] = [];
+  private cg: CgroupManager | null = null;
+  private readonly queue: Job[] = [];
+  private readonly sessionPin = new Map<string, { worker: number; last: number; generation: number }>();
+  private readonly generation: number[] = [];
+  private readonly restarting = new Set<number>();
+  private restarts = 0;
+  private state: 'new' | 'starting' | 'running' | 'closed' = 'new';
+  private isolation: 'bwrap' | 'none' = 'none';
+  private readonly warnings: string[] = [];
+  private python = '';
+  private pythonRoots: string[] = [];
+  private hostWorkRoot = '';
+  private readonly tag = `rstar-sbx-${process.pid}-${++poolSeq}`;
+
+  constructor(opts: SandboxPoolOptions = {}) {
+    this.opts = opts;
+    this.defaults = { ...DEFAULT_LIMITS, ...opts.defaults };
+    this.maxima = { ...DEFAULT_MAXIMA, ...opts.maxima };
+    this.queueLimit = opts.queueLimit ?? 4096;
+    this.sessionCap = opts.sessionsPerWorker ?? 8;
+    this.sessionIdleS = opts.sessionIdleS ?? 300;
+    this.pidsMax = opts.pidsMax ?? 64;
+    this.nWorkers = Math.max(1, opts.workers ?? Math.max(2, cpus().length));
+    for (const [k, v] of Object.entries({ workers: this.nWorkers, queueLimit: this.queueLimit, pidsMax: this.pidsMax }))
+      if (!Number.isInteger(v) || v < 1) throw new InvalidRequestError(k, `must be a positive integer, got ${v}`);
+  }
+
+  /**
+   * Detect isolation (bubblewrap, cgroups), start every zygote and wait until all are warm.
+   * @throws IsolationUnavailableError when `isolation: 'bwrap'` is required but unusable; WorkerStartError.
+   */
+  async start(): Promise<void> {
+    if (this.state !== 'new') throw new PoolNotRunningError(`start() called on a pool that is ${this.state}`);
+    this.state = 'starting';
+    const warn = (m: string) => {
+      this.warnings.push(m);
+      (this.opts.onWarning ?? ((x: string) => console.warn(`[sandbox] WARNING: ${x}`)))(m);
+    };
+    this.python = resolvePython(this.opts.python);
+    const install = inspectPython(this.python);
+    this.pythonRoots = install.roots;
+    const mode = this.opts.isolation ?? 'auto';
+    if (mode !== 'none') {
+      const b = process.platform === 'linux' ? bwrapUsable() : { ok: false, reason: 'bubblewrap needs Linux' };
+      if (b.ok) this.isolation = 'bwrap';
+      else if (mode === 'bwrap') throw new IsolationUnavailableError(`isolation 'bwrap' required but ${b.reason}`);
+      else
+        warn(
+          `NO SANDBOX ISOLATION: ${b.reason}. Programs run with rlimits only and can see the host's files, network and processes. Install bubblewrap.`,
+        );
+    } else warn('NO SANDBOX ISOLATION: isolation "none" was requested; programs run with rlimits only.');
+    this.cg = CgroupManager.create(this.tag);
+    if (this.cg.reason) warn(`cgroups: ${this.cg.reason}; ${this.cg.version ? 'partial limits' : 'memory and process limits fall back to rlimits (RLIMIT_AS), no fork-bomb cap'}`);
+    this.hostWorkRoot = join(tmpdir(), this.tag);
+    mkdirSync(this.hostWorkRoot, { recursive: true });
+    this.workers = [];
+    for (let i = 0; i < this.nWorkers; i++) {
+      this.cgroupsOf.push(this.cg.worker(i, this.sessionCap, this.pidsMax));
+      this.generation.push(0);
+    }
+    try {
+      this.workers = await Promise.all(Array.from({ length: this.nWorkers }, (_, i) => this.spawnWorker(i)));
+    } catch (e) {
+      this.state = 'running';
+      await this.close();
+      throw e;
+    }
+    this.state = 'running';
+  }
+
+  private async spawnWorker(i: number): Promise<ZygoteWorker> {
+    const w = new ZygoteWorker({
+      index: i,
+      python: this.python,
+      pythonRoots: this.pythonRoots,
+      zygoteHostPath: ZYGOTE_PATH,
+      bwrap: this.isolation === 'bwrap',
+      cgroups: this.cgroupsOf[i] ?? null,
+      uid: process.getuid?.() === 0 ? 61000 + i : null,
+      sessionCap: this.sessionCap,
+      sessionIdleS: this.sessionIdleS,
+      pidsMax: this.pidsMax,
+      env: sandboxEnv,
+      hostWorkRoot: join(this.hostWorkRoot, `w${i}`),
+    });
+    w.onExit = () => void this.replace(i);
+    await w.start();
+    return w;
+  }
+
+  /** A zygote died or was killed: start a fresh one; its sessions are lost (next call says so). */
+  private async replace(i: number): Promise<void> {
+    if (this.state !== 'running' || this.restarting.has(i)) return;
+    this.restarting.add(i);
+    this.restarts++;
+    this.generation[i] = (this.generation[i] ?? 0) + 1;
+    const old = this.workers[i];
+    old?.kill();
+    await old?.waitExit();
+    for (;;) {
+      if (this.state !== 'running') break;
+      try {
+        this.workers[i] = await this.spawnWorker(i);
+        break;
+      } catch (e) {
+        this.warnings.push(`zygote ${i} restart failed: ${(e as Error).message}`);
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
+    this.restarting.delete(i);
+    this.dispatch();
+  }
+
+  /**
+   * Run one program. Never throws: invalid requests give `sandbox_error` (stderr names the field),
+   * a full queue gives `overloaded`, a closed pool gives `sandbox_error`.
+   */
+  execute(request: ExecRequest): Promise<ExecResult> {
+    if (this.state !== 'running')
+      return Promise.resolve(poolResult('sandbox_error', `sandbox pool is ${this.state}: call start() first`));
+    let req: ResolvedRequest;
+    try {
+      req = resolveRequest(request, this.defaults, this.maxima);
+    } catch (e) {
+      return Promise.resolve(poolResult('sandbox_error', `invalid request: ${(e as Error).message}`));
+    }
+    if (this.queue.length >= this.queueLimit)
+      return Promise.resolve(
+        poolResult('overloaded', `sandbox overloaded: ${this.queue.length} requests already queued (limit ${this.queueLimit}); retry later`),
+      );
+    let worker = -1;
+    if (req.session) {
+      const pin = this.sessionPin.get(req.session);
+      if (pin) {
+        worker = pin.worker;
+        pin.last = Date.now();
+      } else {
+        worker = this.leastPinned();
+        this.sessionPin.set(req.session, { worker, last: Date.now(), generation: this.generation[worker] ?? 0 });
+      }
+    }
+    return new Promise((resolve) => {
+      this.queue.push({ req, resolve, worker });
+      this.dispatch();
+    });
+  }
+
+  private leastPinned(): number {
+    this.expirePins();
+    const counts = new Array<number>(this.nWorkers).fill(0);
+    for (const p of this.sessionPin.values()) counts[p.worker]!++;
+    let best = 0;
+    for (let i = 1; i < counts.length; i++) if (counts[i]! < counts[best]!) best = i;
+    return best;
+  }
+
+  private expirePins(): void {
+    const cutoff = Date.now() - this.sessionIdleS * 1000 - 60_000;
+    for (const [k, p] of this.sessionPin) if (p.last < cutoff) this.sessionPin.delete(k);
+  }
+
+  private dispatch(): void {
+    if (this.state !== 'running' || this.queue.length === 0) return;
+    for (let i = 0; i < this.workers.length; i++) {
+      const w = this.workers[i]!;
+      if (!w.alive || w.busy || this.restarting.has(i)) continue;
+      const idx = this.queue.findIndex((j) => j.worker === i || j.worker === -1);
+      if (idx < 0) continue;
+      const job = this.queue.splice(idx, 1)[0]!;
+      void this.run(w, i, job);
+      if (this.queue.length === 0) return;
+    }
+  }
+
+  private async run(w: ZygoteWorker, i: number, job: Job): Promise<void> {
+    const r = job.req;
+    let known = false;
+    if (r.session) {
+      const pin = this.sessionPin.get(r.session);
+      // The session lived in a zygote that has since been replaced: its state is gone.
+      if (pin && pin.generation !== this.generation[i]) {
+        known = true;
+        pin.generation = this.generation[i] ?? 0;
+      }
+    }
+    const msg = {
+      op: 'exec',
+      code: r.code,
+      input: r.input,
+      timeoutMs: r.timeoutMs,
+      memoryMb: r.memoryMb,
+      outputChars: r.outputChars,
+      hardOutputBytes: Math.max(8 << 20, r.outputChars * 8),
+      session: r.session,
+      known,
+    };
+    let result: ExecResult;
+    try {
+      const resp = await w.request(msg, r.timeoutMs + 10_000);
+      result = {
+        status: resp.status as ExecStatus,
+        stdout: String(resp.stdout ?? ''),
+        stderr: String(resp.stderr ?? ''),
+        exitCode: (resp.exitCode as number | null) ?? null,
+        signal: (resp.signal as string | null) ?? null,
+        wallMs: Number(resp.wallMs ?? 0),
+        cpuMs: Number(resp.cpuMs ?? 0),
+        truncated: Boolean(resp.truncated),
+      };
+      if (r.session) result.sessionReset = Boolean(resp.sessionReset);
+    } catch (e) {
+      // The zygote itself died or hung during this call (e.g. the program killed its parent).
+      const backstop = e instanceof WorkerBackstopError;
+      result = poolResult(backstop ? 'timeout' : 'killed', `sandbox worker lost during the call (${(e as Error).message.split(';')[0]}); it was restarted`);
+      result.signal = 'SIGKILL';
+      result.wallMs = backstop ? r.timeoutMs : 0;
+      if (r.session) result.sessionReset = true;
+      void this.replace(i);
+    }
+    job.resolve(result);
+    this.dispatch();
+  }
+
+  /** Current state for `/health`. */
+  health(): SandboxHealth {
+    const info = this.workers.find((w) => w.alive)?.info ?? {};
+    const ready = this.workers.filter((w) => w.alive).length;
+    return {
+      ok: this.state === 'running' && ready > 0,
+      isolation: this.isolation,
+      warnings: [...this.warnings],
+      cgroup: this.cg?.version === 1 ? 'v1' : this.cg?.version === 2 ? 'v2' : 'none',
+      workers: { total: this.nWorkers, ready, busy: this.workers.filter((w) => w.busy).length, restarts: this.restarts },
+      queueDepth: this.queue.length,
+      queueLimit: this.queueLimit,
+      activeSessions: this.activeSessions(),
+      python: {
+        path: this.python,
+        version: (info.python as string) ?? null,
+        numpy: (info.numpy as string) ?? null,
+        sympy: (info.sympy as string) ?? null,
+      },
+      intMaxStrDigits: Number(info.intMaxStrDigits ?? 0),
+      defaults: { ...this.defaults },
+      maxima: { timeoutMs: this.maxima.timeoutMs, memoryMb: this.maxima.memoryMb, outputChars: this.maxima.outputChars },
+    };
+  }
+
+  /** Requests waiting for a worker. */
+  get queueDepth(): number {
+    return this.queue.length;
+  }
+
+  /** Session ids pinned to a worker and not idle past expiry. */
+  activeSessions(): number {
+    const cutoff = Date.now() - this.sessionIdleS * 1000;
+    let n = 0;
+    for (const p of this.sessionPin.values()) if (p.last >= cutoff) n++;
+    return n;
+  }
+
+  /** Stop every zygote (sessions end), answer queued requests with `sandbox_error`, remove cgroups and temp dirs. */
+  async close(): Promise<void> {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    for (const j of this.queue.splice(0)) j.resolve(poolResult('sandbox_error', 'sandbox pool closed before the call ran'));
+    await Promise.all(this.workers.map((w) => w.stop()));
+    for (const c of this.cgroupsOf) if (c) CgroupManager.removeWorker(c);
+    this.cg?.destroy();
+    if (this.hostWorkRoot) rmSync(this.hostWorkRoot, { recursive: true, force: true });
+  }
+}

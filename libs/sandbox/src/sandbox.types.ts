@@ -1,0 +1,94 @@
+/** Status of one execution (PROTOCOL §3, ARCHITECTURE §5); `overloaded` = refused by admission control. */
+export type ExecStatus =
+  | 'ok'
+  | 'runtime_error'
+  | 'timeout'
+  | 'memory_limit'
+  | 'output_limit'
+  | 'killed'
+  | 'sandbox_error'
+  | 'overloaded';
+
+/** One program to run. */
+export interface ExecRequest {
+  /** Python source. */
+  code: string;
+  /** stdin contents (UTF-8). */
+  input?: string;
+  /** Wall-clock limit in ms (default 4,000; clamped to the pool's maximum). */
+  timeoutMs?: number;
+  /** Memory limit in MiB of pages the call itself allocates (default 384; clamped to [32, max]). */
+  memoryMb?: number;
+  /** Stateful session id (the `jupyter_code` tool): one live interpreter per id, variables persist. */
+  session?: string;
+  /** Characters kept per stream (default 1,000; head and tail kept, `truncated` set). */
+  outputChars?: number;
+}
+
+/** Outcome of one execution. `exitCode` is null when the process died by a signal (`signal` names it). */
+export interface ExecResult {
+  status: ExecStatus;
+  stdout: string;
+  stderr: string;
+  exitCode: number | null;
+  signal: string | null;
+  /** Wall-clock duration of the program in ms (queueing excluded). */
+  wallMs: number;
+  /** CPU time (user + system) of the program in ms. */
+  cpuMs: number;
+  /** True when stdout or stderr was cut to `outputChars`. */
+  truncated: boolean;
+  /** Session calls only: true when this call did not run in (or destroyed) the session's earlier interpreter. */
+  sessionReset?: boolean;
+}
+
+/** Per-call limits with every field resolved. */
+export interface ExecLimits {
+  timeoutMs: number;
+  memoryMb: number;
+  outputChars: number;
+}
+
+/** Isolation mode: `auto` = bubblewrap when present, else rlimits only (with a loud warning). */
+export type IsolationMode = 'auto' | 'bwrap' | 'none';
+
+/** Options of {@link SandboxPool}. */
+export interface SandboxPoolOptions {
+  /** Number of zygotes (default: CPU count, at least 2). */
+  workers?: number;
+  /** Python binary (default: env RSTAR_PYTHON, else `<repoRoot>/.venv/bin/python`, else `python3`). */
+  python?: string;
+  isolation?: IsolationMode;
+  /** Limits applied when a request omits them. */
+  defaults?: Partial<ExecLimits>;
+  /** Server maxima: a request asking for more is clamped down. */
+  maxima?: Partial<ExecLimits> & { inputBytes?: number; codeBytes?: number };
+  /** Requests waiting beyond this are answered `overloaded` at once (default 4,096). */
+  queueLimit?: number;
+  /** Sessions kept per worker; the least recently used is reset past it (default 8). */
+  sessionsPerWorker?: number;
+  /** Idle seconds before a session expires (default 300). */
+  sessionIdleS?: number;
+  /** Processes + threads per call (cgroup pids.max, default 64). */
+  pidsMax?: number;
+  /** Called with human-readable warnings (default: console.warn). */
+  onWarning?: (message: string) => void;
+}
+
+/** What {@link SandboxPool.health} reports. */
+export interface SandboxHealth {
+  ok: boolean;
+  isolation: 'bwrap' | 'none';
+  /** Set when isolation is weaker than asked for or than the design expects. */
+  warnings: string[];
+  cgroup: 'v1' | 'v2' | 'none';
+  workers: { total: number; ready: number; busy: number; restarts: number };
+  queueDepth: number;
+  queueLimit: number;
+  activeSessions: number;
+  python: { path: string; version: string | null; numpy: string | null; sympy: string | null };
+  /** CPython's int->str digit limit inside the sandbox (0 = unlimited). */
+  intMaxStrDigits: number;
+  defaults: ExecLimits;
+  maxima: ExecLimits;
+}

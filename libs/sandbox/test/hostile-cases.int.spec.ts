@@ -1,0 +1,342 @@
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SandboxPool, type ExecResult } from '../src';
+import { sandboxProcesses, waitFor } from './process-probe';
+
+/**
+ * Every program of fixtures/hostile-cases.jsonl (copied from ../shared/cases) with the expectation
+ * written next to it. Limits are shortened (2 s wall) to keep the suite quick; the expectations scale.
+ */
+interface Case {
+  id: string;
+  kind: string;
+  code: string;
+  expect: string;
+}
+const CASES: Record<string, Case> = Object.fromEntries(
+  readFileSync(resolve(__dirname, '../fixtures/hostile-cases.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Case)
+    .map((c) => [c.id, c]),
+);
+const LIMIT = 2000;
+/** Split a multi-call case at its `# === call N ... ===` markers. */
+function calls(code: string): string[] {
+  return code.split(/^# === call \d+.*===\s*$/m).map((s) => s.trim()).filter(Boolean);
+}
+
+let pool: SandboxPool;
+const run = (code: string, extra: Record<string, unknown> = {}): Promise<ExecResult> =>
+  pool.execute({ code, timeoutMs: LIMIT, ...extra });
+const noLeftovers = () => waitFor(() => sandboxProcesses().length === 0, 3000);
+
+beforeAll(async () => {
+  pool = new SandboxPool({ workers: 3, maxima: { timeoutMs: 3000 }, onWarning: () => undefined });
+  await pool.start();
+});
+
+afterAll(async () => {
+  // After the whole suite the pool still answers normally...
+  const r = await run('print(1)');
+  expect(r.status).toBe('ok');
+  const tag = readdirSync(tmpdir()).filter((d) => d.startsWith(`rstar-sbx-${process.pid}-`));
+  await pool.close();
+  // ...and once closed, nothing of it is left: no process, no temp dir.
+  expect(await noLeftovers()).toBe(true);
+  for (const d of tag) expect(existsSync(resolve(tmpdir(), d))).toBe(false);
+});
+
+describe('hostile cases', () => {
+  it('covers every case of the fixture', () => {
+    expect(Object.keys(CASES).length).toBe(30);
+  });
+
+  it('H01 cpu loop: timeout within 1.2x, whole tree killed, other calls unaffected', async () => {
+    const [loop, other] = await Promise.all([run(CASES.H01!.code), run('print(sum(range(10)))')]);
+    expect(loop.status).toBe('timeout');
+    expect(loop.wallMs).toBeLessThanOrEqual(LIMIT * 1.2 + 100);
+    expect(loop.signal).toBe('SIGKILL');
+    expect(other).toMatchObject({ status: 'ok', stdout: '45\n' });
+    expect(await noLeftovers()).toBe(true);
+  });
+
+  it('H02 sleeping: wall-clock timeout although CPU is ~0', async () => {
+    const r = await run(CASES.H02!.code);
+    expect(r.status).toBe('timeout');
+    expect(r.wallMs).toBeGreaterThanOrEqual(LIMIT);
+    expect(r.wallMs).toBeLessThanOrEqual(LIMIT * 1.2 + 100);
+    expect(r.cpuMs).toBeLessThan(LIMIT / 4);
+    expect(r.stdout).toBe('');
+  });
+
+  it('H04 ignored signals: SIGKILL from outside still ends it', async () => {
+    const r = await run(CASES.H04!.code);
+    expect(r.status).toBe('timeout');
+    expect(r.wallMs).toBeLessThanOrEqual(LIMIT * 1.2 + 1000);
+    expect(await noLeftovers()).toBe(true);
+  });
+
+  it('H05 uninterruptible C call: killed at the limit', async () => {
+    const r = await run(CASES.H05!.code);
+    expect(r.status).toBe('timeout');
+    expect(r.wallMs).toBeLessThanOrEqual(LIMIT * 1.2 + 100);
+  });
+
+  it('H05 in a session: the interpreter is killed and the result says state was lost', async () => {
+    await run('x = 1', { session: 'h05' });
+    const r = await run(CASES.H05!.code, { session: 'h05' });
+    expect(r).toMatchObject({ status: 'timeout', sessionReset: true });
+  });
+
+  it('H06 new-session grandchild holding the pipe: prompt answer, grandchild killed', async () => {
+    const r = await run(CASES.H06!.code);
+    expect(r).toMatchObject({ status: 'ok', stdout: 'parent done\n' });
+    expect(r.wallMs).toBeLessThan(LIMIT);
+    expect(await noLeftovers()).toBe(true);
+  });
+
+  it('H07 fork bomb: refused at the per-call task limit, all children killed', async () => {
+    const r = await run(CASES.H07!.code);
+    expect(['ok', 'timeout']).toContain(r.status);
+    if (r.status === 'ok') expect(r.stdout).toMatch(/^fork refused after \d+ errno 11\n$/);
+    expect(await noLeftovers()).toBe(true);
+  });
+
+  it('H08 unreaped children: no zombie survives, repeated', async () => {
+    for (let i = 0; i < 10; i++) {
+      const r = await run(CASES.H08!.code);
+      expect(r).toMatchObject({ status: 'ok', stdout: 'exited without reaping children\n' });
+    }
+    expect(await noLeftovers()).toBe(true);
+  });
+
+  it('H10 process pool of spinners: timeout from the service, all workers killed', async () => {
+    const r = await run(CASES.H10!.code);
+    expect(r.status).toBe('timeout');
+    expect(r.wallMs).toBeLessThanOrEqual(LIMIT * 1.2 + 100);
+    expect(await noLeftovers()).toBe(true);
+  });
+
+  it('H11 gradual allocation: memory_limit (not runtime/timeout) after ~7-8 lines, which are kept', async () => {
+    const r = await run(CASES.H11!.code, { memoryMb: 1024, timeoutMs: 3000, outputChars: 5000 });
+    expect(r.status).toBe('memory_limit');
+    const lines = r.stdout.trim().split('\n');
+    expect(lines.length).toBeGreaterThanOrEqual(6);
+    expect(lines.length).toBeLessThanOrEqual(8);
+    expect(lines[0]).toBe('allocated 128 MiB');
+  });
+
+  it('H14 BLAS matmul under the default limit: 1 thread, result printed', async () => {
+    const r = await run(CASES.H14!.code, { timeoutMs: 3000 });
+    expect(r.stdout.split('\n')[0]).toBe('True');
+    let pandas = true;
+    try {
+      require('node:child_process').execFileSync(pool.health().python.path, ['-c', 'import pandas'], { stdio: 'ignore' });
+    } catch {
+      pandas = false;
+    }
+    if (pandas) expect(r).toMatchObject({ status: 'ok', stdout: 'True\nimports ok\n' });
+    // pandas is not part of the sandbox's Python set here: the import fails as a program error, nothing worse.
+    else expect(r.stderr).toMatch(/ModuleNotFoundError: No module named 'pandas'/);
+    const t = await run('import os; print(os.environ["OPENBLAS_NUM_THREADS"], os.environ["OMP_NUM_THREADS"])');
+    expect(t.stdout).toBe('1 1\n');
+  });
+
+  it('H16 infinite flood: output_limit as soon as the hard cap is hit, output truncated', async () => {
+    const r = await run(CASES.H16!.code);
+    expect(r.status).toBe('output_limit');
+    expect(r.truncated).toBe(true);
+    expect(r.wallMs).toBeLessThan(LIMIT);
+    expect(r.stdout.length).toBeLessThanOrEqual(1000);
+    expect(r.stdout.startsWith('spam spam')).toBe(true);
+  });
+
+  it('H17 300 kB line: no pipe deadlock, ok with truncated flag and the tail kept', async () => {
+    const r = await run(CASES.H17!.code);
+    expect(r).toMatchObject({ status: 'ok', exitCode: 0, truncated: true });
+    expect(r.stdout.endsWith('done\n')).toBe(true);
+    expect(r.stdout).toMatch(/truncated 300007 bytes/);
+  });
+
+  it('H18 400 kB JSON: truncated=true with head, size and tail ("END")', async () => {
+    const r = await run(CASES.H18!.code, { outputChars: 2000 });
+    expect(r).toMatchObject({ status: 'ok', truncated: true });
+    expect(r.stdout.startsWith('{"values": [0, 1, 2')).toBe(true);
+    expect(r.stdout.endsWith('END\n')).toBe(true);
+    const full = await run(CASES.H18!.code, { outputChars: 500_000 });
+    expect(full.truncated).toBe(false);
+    expect(full.stdout.length).toBeGreaterThan(400_000);
+  });
+
+  it('H20 unicode: exact UTF-8 text, utf-8 streams', async () => {
+    const r = await run(CASES.H20!.code);
+    expect(r).toMatchObject({ status: 'ok', stdout: 'x² + y² = 25, π ≈ 3.14159, 解 = {3, 4} ✓\nutf-8 utf-8\n' });
+  });
+
+  it('H20b invalid UTF-8 bytes on stdout are replaced, never an error', async () => {
+    const r = await run('import sys\nsys.stdout.buffer.write(b"ok \\xff\\xfe end\\n")');
+    expect(r.status).toBe('ok');
+    expect(r.stdout).toBe('ok \uFFFD\uFFFD end\n');
+  });
+
+  it('H23 1 MiB of unread stdin, 32 at once: ok, never sandbox_error', async () => {
+    const input = 'x'.repeat(1 << 20);
+    const rs = await Promise.all(Array.from({ length: 32 }, () => run(CASES.H23!.code, { input })));
+    for (const r of rs) expect(r).toMatchObject({ status: 'ok', stdout: 'not reading stdin\n' });
+  });
+
+  it('stdin is delivered to the program', async () => {
+    const r = await run('a, b = map(int, input().split())\nprint(a + b)', { input: '2 40\n' });
+    expect(r).toMatchObject({ status: 'ok', stdout: '42\n' });
+  });
+
+  it('H24 deep recursion segfault: runtime_error with SIGSEGV, next call fine', async () => {
+    const r = await run(CASES.H24!.code);
+    expect(r).toMatchObject({ status: 'runtime_error', signal: 'SIGSEGV', exitCode: null });
+    expect((await run('print(2)')).stdout).toBe('2\n');
+  });
+
+  it('H25 native crash: SIGSEGV reported, output before it kept', async () => {
+    const r = await run(CASES.H25!.code);
+    expect(r).toMatchObject({ status: 'runtime_error', signal: 'SIGSEGV', stdout: 'about to crash\n' });
+  });
+
+  it('H26 big integers print (int->str limit raised, reported in health)', async () => {
+    const r = await run(CASES.H26!.code);
+    expect(r).toMatchObject({ status: 'ok', stdout: '9543\n' });
+    expect(pool.health().intMaxStrDigits).toBe(0);
+  });
+
+  it('H28 sessions never share state', async () => {
+    const [c1, c2, c3] = calls(CASES.H28!.code);
+    expect((await run(c1!, { session: 'h28-A' })).status).toBe('ok');
+    expect((await run(c2!, { session: 'h28-B' })).stdout).toBe('isolated\n');
+    expect((await run(c3!, { session: 'h28-A' })).stdout).toBe('1234\n');
+    expect((await run(c2!)).stdout).toBe('isolated\n');
+  });
+
+  it('H29 session stuck in a loop ignoring interrupts: killed, restarted, next call says state reset', async () => {
+    const [c1, c2] = calls(CASES.H29!.code);
+    const r1 = await run(c1!, { session: 'h29' });
+    expect(r1).toMatchObject({ status: 'timeout', sessionReset: true });
+    expect(r1.wallMs).toBeLessThanOrEqual(LIMIT * 1.2 + 1000);
+    const r2 = await run(c2!, { session: 'h29' });
+    expect(r2).toMatchObject({ status: 'ok', stdout: 'next call runs False\n', sessionReset: true });
+    const r3 = await run('print("kept")', { session: 'h29' });
+    expect(r3.sessionReset).toBe(false);
+  });
+
+  it('H30 environment: allowlist only, service /proc unreadable', async () => {
+    const r = await run(CASES.H30!.code);
+    expect(r.status).toBe('ok');
+    const keys = JSON.parse(r.stdout.split('\n')[0]!.replace(/'/g, '"')) as string[];
+    const allowed = /^(PATH|HOME|PWD|TMPDIR|LANG|LC_ALL|PYTHON\w+|MPL\w+|\w+_NUM_THREADS)$/;
+    for (const k of keys) expect(k).toMatch(allowed);
+    expect(r.stdout).toMatch(/^1 denied 13$/m);
+    expect(r.stdout).not.toMatch(/RSTAR|NATS|DATABASE|postgres/);
+  });
+
+  it('H31 planted symlinks: the sandbox rootfs has no host files; cleanup never follows links', async () => {
+    const r = await run(CASES.H31!.code);
+    expect(r.status).toBe('ok');
+    expect(r.stdout).toBe("['result.txt', 'rootfs']\nno hostname\n");
+    expect(existsSync('/etc/passwd')).toBe(true);
+    const ls = await run('import os; print(sorted(os.listdir("/")))');
+    expect(ls.stdout).not.toMatch(/'root'|'home'|'srv'/);
+  });
+
+  it('H32 temp files never survive a call (same and other session)', async () => {
+    const first = await run(CASES.H32!.code);
+    expect(first.status).toBe('ok');
+    for (const opts of [{}, { session: 'h32' }, {}]) {
+      const again = await run(CASES.H32!.code, opts);
+      expect(again.stdout).not.toMatch(/seen-before/);
+    }
+  });
+
+  it('H35 network egress: only lo, no route', async () => {
+    const r = await run(CASES.H35!.code);
+    expect(r).toMatchObject({ status: 'ok', stdout: "['lo']\nno route, errno 101\n" });
+  });
+
+  it('H36 host loopback services (incl. NATS 4222, Postgres 5432) unreachable', async () => {
+    const code = CASES.H36!.code.replace('8194)', '8194, 4222, 5432)');
+    const r = await run(code);
+    expect(r).toMatchObject({ status: 'ok', stdout: 'reachable loopback ports: []\n' });
+  });
+
+  it('H37 python-level probes: guarantees hold whatever they print', async () => {
+    const r = await run(CASES.H37!.code);
+    expect(['ok', 'runtime_error']).toContain(r.status);
+    expect((await run('print(3)')).stdout).toBe('3\n');
+  });
+
+  it('H42 abusive limits: rejected naming the field, or clamped to the server maximum', async () => {
+    const code = CASES.H42!.code;
+    for (const timeoutMs of [0, -1]) {
+      const r = await pool.execute({ code, timeoutMs });
+      expect(r.status).toBe('sandbox_error');
+      expect(r.stderr).toMatch(/timeoutMs/);
+    }
+    for (const memoryMb of [0, -1]) {
+      const r = await pool.execute({ code, memoryMb });
+      expect(r.status).toBe('sandbox_error');
+      expect(r.stderr).toMatch(/memoryMb/);
+    }
+    const clamped = await Promise.all([
+      pool.execute({ code, timeoutMs: Infinity }),
+      pool.execute({ code, timeoutMs: 1e9 }),
+      pool.execute({ code, memoryMb: 1, timeoutMs: 500 }),
+    ]);
+    for (const r of clamped) expect(r.status).toBe('timeout');
+    expect(clamped[0]!.wallMs).toBeLessThanOrEqual(3000 * 1.2 + 100);
+    const bad = await pool.execute({ code: 42 } as never);
+    expect(bad.status).toBe('sandbox_error');
+    expect(bad.stderr).toMatch(/code/);
+  });
+
+  it('H43 burst of 512: all ok with identical output', async () => {
+    const rs = await Promise.all(Array.from({ length: 512 }, () => run(CASES.H43!.code, { timeoutMs: 3000 })));
+    const statuses = new Set(rs.map((r) => r.status));
+    expect([...statuses]).toEqual(['ok']);
+    expect(new Set(rs.map((r) => r.stdout)).size).toBe(1);
+  });
+
+  it('H44 detached child: finished at once, nothing of the call survives (repeated)', async () => {
+    for (let i = 0; i < 5; i++) {
+      const r = await run(CASES.H44!.code);
+      expect(r).toMatchObject({ status: 'ok', stdout: 'left a detached child behind\n' });
+    }
+    expect(await noLeftovers()).toBe(true);
+  });
+
+  it('H45 output before a timeout is kept', async () => {
+    const r = await run(CASES.H45!.code);
+    expect(r.status).toBe('timeout');
+    expect(r.stdout).toBe('step 1 ok\nstep 2 ok\n');
+  });
+
+  it('errors give type, line, message and the offending line; last expression is echoed', async () => {
+    const e = await run('x = 1\ny = [1, 2]\nprint(y[5])');
+    expect(e.status).toBe('runtime_error');
+    expect(e.stderr).toMatch(/line 3/);
+    expect(e.stderr).toMatch(/print\(y\[5\]\)/);
+    expect(e.stderr).toMatch(/IndexError: list index out of range/);
+    expect(e.stderr).not.toMatch(/zygote/);
+    const s = await run('def f(:\n  pass');
+    expect(s.status).toBe('runtime_error');
+    expect(s.stderr).toMatch(/SyntaxError/);
+    const echo = await run('import sympy as sp\nx = sp.Symbol("x")\nsp.solve(x**2 - 4, x)');
+    expect(echo).toMatchObject({ status: 'ok', stdout: '[-2, 2]\n' });
+    expect((await run('None')).stdout).toBe('');
+    expect((await run('import sys; sys.exit(3)')).exitCode).toBe(3);
+  });
+
+  it('headless matplotlib works', async () => {
+    const r = await run('import matplotlib.pyplot as plt\nplt.plot([1,2],[3,4])\nplt.savefig("p.png")\nimport os\nprint(os.path.getsize("p.png") > 0)', { timeoutMs: 3000 });
+    expect(r).toMatchObject({ status: 'ok', stdout: 'True\n' });
+  });
+});

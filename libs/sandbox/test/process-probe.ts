@@ -1,0 +1,31 @@
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** Host processes whose real uid is one of the sandbox's call uids (61000..61099): leftovers of calls. */
+export function sandboxProcesses(): { pid: number; state: string; cmd: string }[] {
+  const out: { pid: number; state: string; cmd: string }[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const status = readFileSync(`/proc/${d}/status`, 'utf8');
+      const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1] ?? -1);
+      if (uid < 61000 || uid >= 61100) continue;
+      const state = /^State:\s+(\S)/m.exec(status)?.[1] ?? '?';
+      const cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8').replace(/\0/g, ' ').slice(0, 120);
+      out.push({ pid: Number(d), state, cmd });
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return out;
+}
+
+/** Poll `cond` every 20 ms until it holds or `ms` pass; returns its last value. */
+export async function waitFor<T>(cond: () => T, ms = 3000): Promise<T> {
+  const until = Date.now() + ms;
+  let v = cond();
+  while (!v && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 20));
+    v = cond();
+  }
+  return v;
+}

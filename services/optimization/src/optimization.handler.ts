@@ -1,0 +1,223 @@
+import { join } from 'node:path';
+import { ids, makeEvent, streams, type EventData, type RstarEvent, type RunConfig } from '@rstar/contracts';
+import type { EventBus, Subscription } from '@rstar/messaging';
+import { buildTrainingBatch, type BatchGroup } from '@rstar/grpo';
+import type { PromptSource, RunEventSource, Trainer, TrainStepMetrics, WeightSync } from './ports';
+import { pickPrompts, samplingSeed, stageOf, totalSteps } from './step.plan';
+import { resumePoint, type ResumePoint } from './run.resume';
+import { StepCollector } from './step.collector';
+import { stepMetrics } from './step.metrics';
+
+export interface OptimizationDeps {
+  config: RunConfig;
+  runId: string;
+  prompts: PromptSource;
+  trainer: Trainer;
+  /** Every inference engine; each gets the new weights after every update. */
+  engines: readonly WeightSync[];
+  /** Checkpoints go to `<checkpointDir>/step-<n>`. */
+  checkpointDir: string;
+  /** The run's archived events, to resume after a restart (the trainer must already hold `resume.policy`). */
+  store?: RunEventSource;
+  mode?: 'standalone' | 'distributed';
+  codeVersion?: string;
+  /** Called after each StepCompleted (progress bars, one-line summaries). */
+  onStep?: (step: number, stage: string, metrics: Record<string, number | null>) => void;
+  /** Clock in ms for the phase timings. */
+  now?: () => number;
+}
+
+/** The run was stopped (`stop()`) while a step was waiting for its groups. */
+export class RunStoppedError extends Error {
+  readonly code = 'run_stopped';
+  constructor(step: number) {
+    super(`run stopped while step ${step} waited for its groups`);
+    this.name = 'RunStoppedError';
+  }
+}
+
+export interface RunSummary {
+  runId: string;
+  steps: number;
+  policyVersion: number;
+  /** Metrics of every step run by this call (resumed steps before it are not repeated). */
+  history: Array<{ step: number; stage: string; metrics: Record<string, number | null> }>;
+}
+
+const PRODUCER = 'optimization';
+
+/**
+ * The step driver (ARCHITECTURE §5 optimization, PROTOCOL §5-6). Per step: pick prompts (seeded), emit
+ * `StepStarted` and 2G `RolloutRequested` per prompt, wait for every group's `GroupResampled` and the
+ * `RolloutCompleted` of its rollouts, build the batch, train, checkpoint, emit `StepOptimized` and
+ * `PolicyUpdated`, update every engine, emit `StepCompleted` with the metrics. Wraps the run in
+ * `RunStarted` and `RunCompleted`/`RunFailed`. Every event id is deterministic, so a resumed run
+ * re-emits the same ids and the bus drops the copies; `resumePoint` over the run's events says where to
+ * go on. A step whose groups were all dropped trains nothing and emits no policy update.
+ */
+export class OptimizationHandler {
+  private readonly collector: StepCollector;
+  private sub: Subscription | null = null;
+  private stopped = false;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly bus: EventBus,
+    private readonly deps: OptimizationDeps,
+  ) {
+    this.collector = new StepCollector(deps.runId);
+    this.now = deps.now ?? Date.now;
+  }
+
+  /** Subscribe to the run's resampled groups and completed rollouts (durable `optimization-<runId>`). */
+  async start(): Promise<void> {
+    this.stopped = false;
+    this.sub = await this.bus.subscribe({
+      durable: `optimization-${this.deps.runId}`,
+      types: ['GroupResampled', 'RolloutCompleted'],
+      concurrency: 64,
+      handler: async (e) => this.collector.add(e),
+    });
+  }
+
+  /** Stop waiting (a pending `run()` rejects with {@link RunStoppedError}) and drain the subscription. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.collector.wake();
+    await this.sub?.drain();
+    this.sub = null;
+  }
+
+  /** Run (or resume) the whole run. Resolves with its summary; rejects after emitting `RunFailed`. */
+  async run(): Promise<RunSummary> {
+    if (!this.sub) await this.start();
+    const { config, runId, trainer } = this.deps;
+    const archived = this.deps.store ? await this.deps.store.readRun(runId) : [];
+    for (const e of archived) this.collector.add(e);
+    const resume = resumePoint(archived);
+    const history: RunSummary['history'] = [];
+    const total = totalSteps(config);
+    if (!resume.started) {
+      await this.emit('RunStarted', streams.run(runId), runId, {
+        config: config as unknown as Record<string, unknown>, seed: config.seed,
+        codeVersion: this.deps.codeVersion ?? 'dev', mode: this.deps.mode ?? 'standalone',
+      });
+    }
+    if (resume.finished) return { runId, steps: resume.nextStep, policyVersion: trainer.version, history };
+    let step = resume.nextStep;
+    try {
+      for (; step < total; step++) {
+        const m = await this.runStep(step, resume);
+        history.push(m);
+        this.deps.onStep?.(m.step, m.stage, m.metrics);
+      }
+      const last = history.at(-1)?.metrics ?? {};
+      await this.emit('RunCompleted', streams.run(runId), runId, { steps: total, summary: { policyVersion: trainer.version, last } });
+      return { runId, steps: total, policyVersion: trainer.version, history };
+    } catch (e) {
+      const msg = e instanceof Error ? e.message : String(e);
+      if (!(e instanceof RunStoppedError)) await this.emit('RunFailed', streams.run(runId), runId, { error: msg, step }).catch(() => undefined);
+      throw e;
+    }
+  }
+
+  private async runStep(step: number, resume: ResumePoint): Promise<RunSummary['history'][number]> {
+    const { config, runId, prompts, trainer } = this.deps;
+    const { stage } = stageOf(config, step);
+    const t0 = this.now();
+    const stepKey = `${runId}:${step}`;
+    const exclude = stage.filterSolved
+      ? new Set(Array.from({ length: prompts.size }, (_, i) => i).filter((i) => resume.solvedPromptIds.has(prompts.get(i).promptId)))
+      : undefined;
+    const picked = pickPrompts({ runSeed: config.seed, step, poolSize: prompts.size, count: stage.promptsPerStep, exclude });
+    const policyVersion = trainer.version;
+    const samples = stage.groupSize * stage.oversample;
+    const groupIds = picked.map((_, promptIdx) => ids.group(runId, step, promptIdx));
+    const started = this.event('StepStarted', streams.step(runId, step), stepKey, {
+      step, stage: stage.name, promptIds: picked.map((i) => prompts.get(i).promptId), policyVersion,
+    });
+    const requests = picked.flatMap((poolIdx, promptIdx) => {
+      const p = prompts.get(poolIdx);
+      return Array.from({ length: samples }, (_, sampleIdx) => {
+        const rolloutId = ids.rollout(runId, step, promptIdx, sampleIdx);
+        return makeEvent('RolloutRequested', {
+          runId, streamId: streams.rollout(rolloutId), key: rolloutId, producer: PRODUCER, causedBy: started,
+          data: {
+            rolloutId, groupId: groupIds[promptIdx], step, promptIdx, sampleIdx, promptId: p.promptId, problem: p.problem, gold: p.gold,
+            samplingParams: { temperature: stage.temperature, topP: stage.topP, seed: samplingSeed(config.seed, step, promptIdx, sampleIdx) },
+            budget: { maxTokens: stage.maxResponseTokens, maxTurns: stage.maxTurns },
+            tool: config.tool.name, policyVersion,
+            resample: {
+              expected: samples, keep: stage.groupSize, mode: config.roc.enabled ? config.roc.mode : 'none',
+              runSeed: config.seed, timeoutS: config.roc.groupTimeoutS,
+            },
+          },
+        });
+      });
+    });
+    await this.bus.publish([started, ...requests]);
+
+    while (!this.collector.complete(groupIds)) {
+      if (this.stopped) throw new RunStoppedError(step);
+      await this.collector.changed();
+    }
+    const tRollouts = this.now();
+    const groups = groupIds.map((g) => this.collector.groups.get(g)!);
+    for (const g of groups) if (g.groupDropped === 'all_equal' && Object.values(g.rewards).every((r) => r > 0)) resume.solvedPromptIds.add(g.promptId);
+    const batchGroups: BatchGroup[] = groups
+      .filter((g) => g.kept.length > 0)
+      .map((g) => ({
+        groupId: g.groupId,
+        rollouts: g.kept.map((id) => {
+          const r = this.collector.rollouts.get(id)!;
+          return { rolloutId: id, reward: g.rewards[id], promptTokenIds: r.promptTokenIds, responseTokenIds: r.responseTokenIds, logprobs: r.logprobs, lossMask: r.lossMask };
+        }),
+      }));
+    const batch = buildTrainingBatch(batchGroups);
+    let train: TrainStepMetrics | null = null;
+    const timings: Record<string, number> = { rollouts: tRollouts - t0, train: 0, checkpoint: 0, sync: 0 };
+    if (batch.sequences.length > 0) {
+      let optimized = resume.optimizedNext && resume.optimizedNext.step === step ? resume.optimizedNext : null;
+      if (optimized) {
+        // Trained before a crash: the trainer was restored from that checkpoint; do not train twice.
+        train = { loss: optimized.loss, clipFraction: optimized.clipFraction, approxKl: optimized.approxKl, entropy: optimized.entropy, gradNorm: optimized.gradNorm };
+      } else {
+        const a = this.now();
+        train = await trainer.trainStep(batch);
+        const b = this.now();
+        const ckpt = await trainer.save(join(this.deps.checkpointDir, `step-${step}`));
+        timings.train = b - a;
+        timings.checkpoint = this.now() - b;
+        optimized = {
+          step, ...train, advantageMean: batch.advantageMean, advantageStd: batch.advantageStd, tokens: batch.tokens,
+          rollouts: batch.sequences.length, batchHash: batch.hash, newPolicyVersion: trainer.version,
+          checkpointUri: ckpt.uri, checkpointHash: ckpt.hash,
+        };
+        await this.emit('StepOptimized', streams.step(runId, step), stepKey, optimized);
+      }
+      const update = { version: optimized.newPolicyVersion, checkpointUri: optimized.checkpointUri, checkpointHash: optimized.checkpointHash };
+      await this.emit('PolicyUpdated', streams.run(runId), stepKey, update);
+      const c = this.now();
+      await Promise.all(this.deps.engines.map((e) => e.updateWeights(update)));
+      timings.sync = this.now() - c;
+    }
+    timings.step = this.now() - t0;
+    const metrics = stepMetrics({ groups, rollouts: this.collector.rollouts, train, timings, policyVersion: trainer.version });
+    metrics.batchTokens = batch.tokens;
+    await this.emit('StepCompleted', streams.step(runId, step), stepKey, { step, stage: stage.name, metrics });
+    this.collector.forget(groupIds);
+    return { step, stage: stage.name, metrics };
+  }
+
+  private event<T extends 'StepStarted' | 'StepOptimized' | 'PolicyUpdated' | 'StepCompleted' | 'RunStarted' | 'RunCompleted' | 'RunFailed'>(
+    type: T, streamId: string, key: string, data: EventData<T> | Record<string, unknown>,
+  ): RstarEvent<T> {
+    return makeEvent(type, { runId: this.deps.runId, streamId, key, data: data as never, producer: PRODUCER });
+  }
+
+  private async emit<T extends 'StepStarted' | 'StepOptimized' | 'PolicyUpdated' | 'StepCompleted' | 'RunStarted' | 'RunCompleted' | 'RunFailed'>(
+    type: T, streamId: string, key: string, data: EventData<T> | Record<string, unknown>,
+  ): Promise<void> {
+    await this.bus.publish(this.event(type, streamId, key, data) as RstarEvent);
+  }
+}

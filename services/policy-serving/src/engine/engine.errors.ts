@@ -1,0 +1,46 @@
+/** Base class of engine errors; `code` is machine-readable, `engineId` names the engine. */
+export class EngineError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly engineId: string,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** The engine did not answer (connection refused/reset, timeout, 5xx) after every retry: take it out of rotation. */
+export class EngineUnavailableError extends EngineError {
+  constructor(engineId: string, message: string, readonly cause?: unknown) {
+    super('engine_unavailable', `engine ${engineId} unavailable: ${message}`, engineId);
+  }
+}
+
+/** The engine answered with something this adapter cannot use (4xx, malformed JSON, missing fields). Not retried. */
+export class EngineResponseError extends EngineError {
+  constructor(engineId: string, message: string) {
+    super('engine_bad_response', `engine ${engineId}: ${message}`, engineId);
+  }
+}
+
+/** The engine kind has no such operation (e.g. weight reload on a stock vLLM server). */
+export class EngineUnsupportedError extends EngineError {
+  constructor(engineId: string, operation: string, hint: string) {
+    super('engine_unsupported', `engine ${engineId} does not support ${operation}: ${hint}`, engineId);
+  }
+}
+
+/** An engine spec (`kind=url`) that cannot be parsed. */
+export class EngineSpecError extends EngineError {
+  constructor(spec: string, message: string) {
+    super('invalid_engine_spec', `invalid engine spec "${spec}": ${message}`, spec);
+  }
+}
+
+/** No engine can ever hold a rollout's reservation (it exceeds every live engine's KV capacity), or none is up. */
+export class NoEngineError extends EngineError {
+  constructor(message: string) {
+    super('no_engine', message, '');
+  }
+}

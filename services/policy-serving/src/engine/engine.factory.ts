@@ -1,0 +1,43 @@
+import { EngineSpecError } from './engine.errors';
+import type { EngineAdapter } from './engine.port';
+import { DEFAULT_RETRY, type RetryPolicy } from './http.client';
+import { SglangAdapter } from './sglang.adapter';
+import { VllmAdapter } from './vllm.adapter';
+
+/** Engine kinds: `builtin` speaks SGLang's API, so it shares {@link SglangAdapter}. */
+export const ENGINE_KINDS = ['sglang', 'vllm', 'builtin'] as const;
+
+/**
+ * Build adapters from specs `kind=url` (e.g. `sglang=http://h:30000`, `vllm=http://h:8000?model=m&kv=200000`);
+ * a bare URL means `sglang`. Ids are `<kind>-<index>` unless the spec has `?id=NAME`.
+ * @throws EngineSpecError naming the spec and the fix.
+ */
+export function createEngines(specs: readonly string[], retry: RetryPolicy = DEFAULT_RETRY): EngineAdapter[] {
+  return specs.map((spec, i) => {
+    const eq = spec.indexOf('=');
+    const hasKind = eq > 0 && !spec.slice(0, eq).includes(':');
+    const kind = hasKind ? spec.slice(0, eq) : 'sglang';
+    const rest = hasKind ? spec.slice(eq + 1) : spec;
+    let url: URL;
+    try {
+      url = new URL(rest);
+    } catch {
+      throw new EngineSpecError(spec, 'expected kind=http://host:port (kinds: sglang, vllm, builtin)');
+    }
+    const params = url.searchParams;
+    const id = params.get('id') ?? `${kind}-${i}`;
+    const base = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+    switch (kind) {
+      case 'sglang':
+      case 'builtin':
+        return new SglangAdapter(id, base, retry, kind);
+      case 'vllm': {
+        const kv = params.get('kv');
+        if (kv !== null && !(Number(kv) > 0)) throw new EngineSpecError(spec, `kv must be a positive token count, got "${kv}"`);
+        return new VllmAdapter(id, base, { model: params.get('model') ?? undefined, kvCapacityTokens: kv ? Number(kv) : undefined, retry });
+      }
+      default:
+        throw new EngineSpecError(spec, `unknown kind "${kind}" (kinds: ${ENGINE_KINDS.join(', ')})`);
+    }
+  });
+}

@@ -1,0 +1,71 @@
+import { EngineResponseError, EngineUnavailableError } from './engine.errors';
+
+/** Retry policy of engine HTTP calls: `attempts` tries, backoff `baseMs * 2^i` capped at `maxMs`. */
+export interface RetryPolicy {
+  attempts: number;
+  baseMs: number;
+  maxMs: number;
+  /** Per-attempt timeout in ms. */
+  timeoutMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { attempts: 3, baseMs: 100, maxMs: 2000, timeoutMs: 600_000 };
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+  });
+
+/**
+ * JSON over HTTP to one engine, with retries and backoff on what may pass (network errors, timeouts,
+ * 5xx, 429). A 4xx other than 429 is the caller's fault and is not retried.
+ * @throws EngineUnavailableError when every attempt failed; EngineResponseError on a 4xx or non-JSON body;
+ *   the caller's abort reason when `signal` fires.
+ */
+export async function requestJson(
+  engineId: string,
+  baseUrl: string,
+  path: string,
+  init: { method?: 'GET' | 'POST'; body?: unknown; signal?: AbortSignal; expectJson?: boolean },
+  retry: RetryPolicy,
+): Promise<unknown> {
+  let lastError: unknown;
+  for (let attempt = 0; attempt < retry.attempts; attempt++) {
+    if (attempt > 0) await sleep(Math.min(retry.maxMs, retry.baseMs * 2 ** (attempt - 1)), init.signal);
+    if (init.signal?.aborted) throw init.signal.reason ?? new Error('aborted');
+    const timeout = AbortSignal.timeout(retry.timeoutMs);
+    const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
+    let res: Response;
+    try {
+      res = await fetch(baseUrl + path, {
+        method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+        headers: init.body === undefined ? undefined : { 'content-type': 'application/json' },
+        body: init.body === undefined ? undefined : JSON.stringify(init.body),
+        signal,
+      });
+    } catch (e) {
+      if (init.signal?.aborted) throw init.signal.reason ?? e;
+      lastError = e;
+      continue;
+    }
+    const text = await res.text().catch((e: unknown) => {
+      lastError = e;
+      return null;
+    });
+    if (text === null) continue;
+    if (res.status >= 500 || res.status === 429) {
+      lastError = new Error(`HTTP ${res.status} ${text.slice(0, 200)}`);
+      continue;
+    }
+    if (res.status >= 400) throw new EngineResponseError(engineId, `${path} answered HTTP ${res.status}: ${text.slice(0, 300)}`);
+    if (init.expectJson === false) return text;
+    try {
+      return text === '' ? null : JSON.parse(text);
+    } catch {
+      throw new EngineResponseError(engineId, `${path} answered non-JSON: ${text.slice(0, 200)}`);
+    }
+  }
+  const msg = lastError instanceof Error ? `${lastError.message}${(lastError as { cause?: { code?: string } }).cause?.code ? ` (${(lastError as { cause: { code: string } }).cause.code})` : ''}` : String(lastError);
+  throw new EngineUnavailableError(engineId, `${path} failed ${retry.attempts} times: ${msg}`, lastError);
+}

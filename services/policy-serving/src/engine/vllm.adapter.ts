@@ -1,0 +1,122 @@
+import type { GenerateFinishReason, GenerateRequest, GenerateResult } from '@rstar/agent';
+import { EngineResponseError, EngineUnavailableError, EngineUnsupportedError } from './engine.errors';
+import type { EngineAdapter, ServerInfo } from './engine.port';
+import { DEFAULT_RETRY, requestJson, type RetryPolicy } from './http.client';
+
+interface VllmChoice {
+  text?: string;
+  finish_reason?: string | null;
+  token_ids?: number[];
+  logprobs?: { tokens?: string[]; token_logprobs?: (number | null)[] } | null;
+}
+
+/** Options of a vLLM engine: the served model name and, when `/metrics` does not tell, the KV capacity. */
+export interface VllmOptions {
+  model?: string;
+  kvCapacityTokens?: number;
+  retry?: RetryPolicy;
+}
+
+/**
+ * vLLM's OpenAI-compatible server: `POST /v1/completions` with a token-id prompt, `logprobs: 1`,
+ * `return_tokens_as_token_ids` (tokens come back as `token_id:<n>`) and `return_token_ids`. The KV
+ * capacity is `num_gpu_blocks * block_size` from the `vllm:cache_config_info` metric. Abort = closing the
+ * HTTP request (vLLM aborts on disconnect); flush = `POST /reset_prefix_cache`. A stock vLLM server has
+ * no weight reload from disk: `updateWeights` throws {@link EngineUnsupportedError}.
+ */
+export class VllmAdapter implements EngineAdapter {
+  readonly kind = 'vllm';
+  private model: string | undefined;
+  private readonly retry: RetryPolicy;
+  private readonly inflight = new Map<string, AbortController>();
+
+  constructor(
+    readonly id: string,
+    private readonly url: string,
+    private readonly opts: VllmOptions = {},
+  ) {
+    this.url = url.replace(/\/+$/, '');
+    this.model = opts.model;
+    this.retry = opts.retry ?? DEFAULT_RETRY;
+  }
+
+  async serverInfo(): Promise<ServerInfo> {
+    if (this.opts.kvCapacityTokens) return { kvCapacityTokens: this.opts.kvCapacityTokens };
+    const text = String(await requestJson(this.id, this.url, '/metrics', { expectJson: false }, this.retry));
+    const line = text.split('\n').find((l) => l.startsWith('vllm:cache_config_info{'));
+    const label = (name: string) => Number(line?.match(new RegExp(`${name}="(\\d+)"`))?.[1]);
+    const cap = label('num_gpu_blocks') * label('block_size');
+    if (!(cap > 0)) {
+      throw new EngineResponseError(this.id, '/metrics has no vllm:cache_config_info with num_gpu_blocks and block_size; give the capacity as vllm=URL?kv=TOKENS');
+    }
+    return { kvCapacityTokens: cap };
+  }
+
+  private async modelName(): Promise<string> {
+    if (this.model) return this.model;
+    const res = (await requestJson(this.id, this.url, '/v1/models', {}, this.retry)) as { data?: { id?: string }[] } | null;
+    const id = res?.data?.[0]?.id;
+    if (!id) throw new EngineResponseError(this.id, '/v1/models lists no model; give one as vllm=URL?model=NAME');
+    this.model = id;
+    return id;
+  }
+
+  async generate(req: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {
+    const ac = new AbortController();
+    this.inflight.set(req.rid, ac);
+    const all = signal ? AbortSignal.any([signal, ac.signal]) : ac.signal;
+    try {
+      const body = {
+        model: await this.modelName(),
+        prompt: req.inputIds,
+        max_tokens: req.sampling.maxNewTokens,
+        temperature: req.sampling.temperature,
+        top_p: req.sampling.topP,
+        seed: req.sampling.seed,
+        logprobs: 1,
+        return_tokens_as_token_ids: true,
+        return_token_ids: true,
+        skip_special_tokens: false,
+        ...(req.sampling.stop?.length ? { stop: req.sampling.stop } : {}),
+      };
+      const res = (await requestJson(this.id, this.url, '/v1/completions', { body, signal: all }, this.retry)) as { choices?: VllmChoice[] } | null;
+      const c = res?.choices?.[0];
+      const lps = c?.logprobs?.token_logprobs;
+      if (!c || !Array.isArray(lps)) throw new EngineResponseError(this.id, '/v1/completions answered without choices[0].logprobs.token_logprobs');
+      const tokenIds = Array.isArray(c.token_ids)
+        ? c.token_ids
+        : (c.logprobs?.tokens ?? []).map((t) => {
+            const m = /^token_id:(\d+)$/.exec(t);
+            if (!m) throw new EngineResponseError(this.id, `token "${t}" is not "token_id:<n>" (start vLLM >= 0.6 with return_tokens_as_token_ids)`);
+            return Number(m[1]);
+          });
+      if (tokenIds.length !== lps.length) throw new EngineResponseError(this.id, `${tokenIds.length} token ids but ${lps.length} logprobs`);
+      const fr: GenerateFinishReason = c.finish_reason === 'length' ? 'length' : c.finish_reason === 'abort' ? 'abort' : 'stop';
+      return { tokenIds, logprobs: lps.map((x) => x ?? 0), text: c.text ?? '', finishReason: fr };
+    } finally {
+      this.inflight.delete(req.rid);
+    }
+  }
+
+  async abort(rid: string): Promise<void> {
+    this.inflight.get(rid)?.abort(new Error(`aborted ${rid}`));
+  }
+
+  async updateWeights(path: string): Promise<void> {
+    throw new EngineUnsupportedError(this.id, `updateWeights(${path})`, 'stock vLLM cannot reload weights from disk; restart it on the new checkpoint or use SGLang');
+  }
+
+  async flushCache(): Promise<void> {
+    await requestJson(this.id, this.url, '/reset_prefix_cache', { method: 'POST', expectJson: false }, this.retry);
+  }
+
+  async health(): Promise<boolean> {
+    try {
+      await requestJson(this.id, this.url, '/health', { expectJson: false }, { ...this.retry, attempts: 1, timeoutMs: 5000 });
+      return true;
+    } catch (e) {
+      if (e instanceof EngineUnavailableError || e instanceof EngineResponseError) return false;
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,2 @@
+export * from './group.collector';
+export * from './resampling.handler';
