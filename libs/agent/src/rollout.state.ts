@@ -180,7 +180,9 @@ export class RolloutStateMachine {
     const tokenIds = gen.tokenIds.slice(0, remaining);
     const logprobs = gen.logprobs.slice(0, remaining);
     const overran = tokenIds.length < gen.tokenIds.length;
-    const text = overran ? this.tokenizer.decode(tokenIds) : gen.text;
+    // The text is decoded from the ids, not taken from the engine: engines drop the end-of-turn token
+    // (skip_special_tokens) and trim stop strings, and the rollout's text must match its tokens exactly.
+    const text = this.tokenizer.decode(tokenIds);
     const turn = this.turnRecords.length;
     this.turnRecords.push({ turn, tokenIds, logprobs, text, finishReason: overran ? 'length' : gen.finishReason, engineId: gen.engineId });
     this.responseIds.push(...tokenIds);

@@ -41,12 +41,13 @@ function exprEquality(pred: string, gold: string, ctx: CompareContext): Equality
   const p = parsed(pred);
   const g = parsed(gold);
   const predHasDecimal = hasDecimal(pred);
+  const goldHasDecimal = hasDecimal(gold);
   const preds: MathJson[] = ctx.predPercent ? [p, ['Divide', p, 100]] : [p];
   const golds: MathJson[] = ctx.goldPercent ? [g, ['Divide', g, 100]] : [g];
   let sawUnknown = false;
   for (const pv of preds)
     for (const gv of golds) {
-      const r = compareExpressions(pv, gv, { predHasDecimal });
+      const r = compareExpressions(pv, gv, { predHasDecimal, goldHasDecimal });
       if (r === 'equal') return 'equal';
       if (r === 'unknown') sawUnknown = true;
     }

@@ -5,7 +5,8 @@ export type GraderErrorCode =
   | 'division_by_zero'
   | 'unsupported'
   | 'invalid_input'
-  | 'backend_failed';
+  | 'backend_failed'
+  | 'timeout';
 
 /** A typed grader failure. Inside `grade` every such error ends as a `false` verdict (fail closed, rule 10). */
 export class GraderError extends Error {

@@ -8,6 +8,8 @@ export type Equality = 'equal' | 'different' | 'unknown';
 export interface CompareOptions {
   /** The prediction contains a non-integer decimal literal (an approximation, rule 6). */
   predHasDecimal?: boolean;
+  /** The gold contains a non-integer decimal literal (a rounded value of an irrational answer). */
+  goldHasDecimal?: boolean;
 }
 
 /** Relative agreement of two exact closed forms evaluated in doubles. */
@@ -40,7 +42,7 @@ export function compareValues(pred: Value, gold: Value, opts: CompareOptions = {
   const tiny = (v: Value) => !v.exact && Math.abs(v.approx) < 1e-290;
   if (tiny(pred) || tiny(gold)) return 'unknown';
   if (gold.exact?.isInteger() && opts.predHasDecimal) return 'different';
-  if (opts.predHasDecimal && !gold.exact) {
+  if ((opts.predHasDecimal && !gold.exact) || (opts.goldHasDecimal && gold.exact && !pred.exact)) {
     return Math.abs(p - g) < DECIMAL_TOL * Math.max(1, Math.abs(g)) ? 'equal' : 'different';
   }
   if (pred.exact?.sign() === 0 || gold.exact?.sign() === 0) return 'unknown';

@@ -12,6 +12,19 @@ let engine: ComputeEngine | null = null;
  * evaluated while parsing: a huge power stays a power). Throws `GraderError('unparseable')`.
  */
 export function parseLatex(latex: string): MathJson {
+  const hit = cache.get(latex);
+  if (hit !== undefined) return hit;
+  const json = parseUncached(latex);
+  // Golds repeat across the rollouts of a group: keep recent parses (results are never mutated).
+  if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+  cache.set(latex, json);
+  return json;
+}
+
+const CACHE_SIZE = 4096;
+const cache = new Map<string, MathJson>();
+
+function parseUncached(latex: string): MathJson {
   engine ??= new ComputeEngine();
   let json: MathJson;
   try {

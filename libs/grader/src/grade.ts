@@ -5,6 +5,7 @@ import { parseAnswer, type AnswerNode } from './answer.parser';
 import { GraderError } from './errors';
 import { parseLatex } from './expression.evaluator';
 import { normalizeLatex } from './latex.normalizer';
+import { Rational } from './rational';
 import { toSympy } from './sympy.serializer';
 import type { SymbolicBackend } from './symbolic.port';
 
@@ -49,6 +50,23 @@ function decimalComma(pred: string, gold: string): string {
   return pred;
 }
 
+/** Longer answers are not graded (fail closed): every step stays bounded. */
+const MAX_ANSWER_CHARS = 2000;
+
+const PLAIN_NUMBER = /^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?$/;
+
+/** Rule 3/5 for two plain decimal numbers, without the LaTeX parser; null when either is not one. */
+function numericFastPath(pred: string, predPct: boolean, gold: string, goldPct: boolean): boolean | null {
+  if (!PLAIN_NUMBER.test(pred) || !PLAIN_NUMBER.test(gold) || !/\d/.test(pred) || !/\d/.test(gold)) return null;
+  const p = Rational.parseDecimal(pred.replace(/,/g, ''));
+  const g = Rational.parseDecimal(gold.replace(/,/g, ''));
+  if (!p || !g) return null;
+  const hundred = new Rational(100n);
+  const ps = predPct ? [p, p.div(hundred)] : [p];
+  const gs = goldPct ? [g, g.div(hundred)] : [g];
+  return ps.some((a) => gs.some((b) => a.equals(b)));
+}
+
 function gradeCore(prediction: string, gold: string, opts: GradeOptions): Core {
   if (typeof prediction !== 'string') throw new GraderError('invalid_input', 'prediction must be a string');
   if (typeof gold !== 'string') throw new GraderError('invalid_input', 'gold must be a string (the reference answer)');
@@ -59,8 +77,10 @@ function gradeCore(prediction: string, gold: string, opts: GradeOptions): Core {
   const np = normalizeLatex(extracted);
   const normalizedPrediction = np.text || null;
   const out = (correct: boolean, rule: string): Omit<Verdict, 'ms'> => ({ ...base, normalizedPrediction, correct, rule });
-  if (!np.text || !ng.text) return { verdict: out(false, 'fail_closed') };
+  if (!np.text || !ng.text || np.text.length > MAX_ANSWER_CHARS || ng.text.length > MAX_ANSWER_CHARS) return { verdict: out(false, 'fail_closed') };
   if (np.text === ng.text) return { verdict: out(true, 'normalized_equal') };
+  const fast = numericFastPath(np.text, np.percent, ng.text, ng.percent);
+  if (fast !== null) return { verdict: out(fast, np.percent || ng.percent ? 'percent' : 'numeric') };
   let pNode: AnswerNode;
   let gNode: AnswerNode;
   try {
@@ -68,9 +88,9 @@ function gradeCore(prediction: string, gold: string, opts: GradeOptions): Core {
     // `(C) 12` answers choice C: the letter decides, the restated value does not.
     const lead = gNode.kind === 'choice' ? /^\(([A-Ea-e])\)(?:\s|$)/.exec(np.text) : null;
     pNode = lead ? { kind: 'choice', letter: lead[1].toUpperCase() } : parseAnswer(decimalComma(np.text, ng.text));
-  } catch (e) {
-    if (e instanceof GraderError) return { verdict: out(false, 'fail_closed') };
-    throw e;
+  } catch {
+    // Unparseable (or pathologically nested) input scores 0 (rule 10).
+    return { verdict: out(false, 'fail_closed') };
   }
   try {
     const r = compareNodes(pNode, gNode, { predPercent: np.percent, goldPercent: ng.percent });
@@ -80,9 +100,9 @@ function gradeCore(prediction: string, gold: string, opts: GradeOptions): Core {
     }
     return { verdict: out(r.equality === 'equal', r.rule) };
   } catch (e) {
-    if (!(e instanceof GraderError)) throw e;
-    const rule = e.code === 'refused_huge' ? 'refused' : 'fail_closed';
-    const pending = pNode.kind === 'expr' && gNode.kind === 'expr' && e.code !== 'unparseable' ? { pred: pNode.latex, gold: gNode.latex } : undefined;
+    const code = e instanceof GraderError ? e.code : 'unsupported';
+    const rule = code === 'refused_huge' ? 'refused' : 'fail_closed';
+    const pending = pNode.kind === 'expr' && gNode.kind === 'expr' && code !== 'unparseable' ? { pred: pNode.latex, gold: gNode.latex } : undefined;
     return { verdict: out(false, rule), pending };
   }
 }
@@ -124,8 +144,8 @@ export async function gradeAsync(prediction: string, gold: string, opts: GradeAs
   let result: Awaited<ReturnType<SymbolicBackend['check']>> | 'timeout';
   try {
     result = await Promise.race([opts.symbolic.check(pred, goldExpr, timeoutMs), timeout]);
-  } catch {
-    result = 'unknown';
+  } catch (e) {
+    result = e instanceof GraderError && e.code === 'timeout' ? 'timeout' : 'unknown';
   } finally {
     clearTimeout(timer);
   }

@@ -35,6 +35,8 @@ const UNIT_TAIL =
 const NOT_UNITS = new Set(['or', 'and', 'odd', 'even', 'none', 'no', 'yes', 'true', 'false', 'undefined', 'infinite', 'is']);
 
 function stripUnits(s: string): string {
+  // The tail pattern is quadratic in the worst case; units follow short answers only.
+  if (s.length > 200) return s;
   const m = UNIT_TAIL.exec(s);
   if (!m) return s;
   const head = m[1].trim();
@@ -66,7 +68,9 @@ export function normalizeLatex(input: string): NormalizedAnswer {
   s = s.replace(/\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big)(?![a-zA-Z])\s*\.?/g, '');
   s = s.replace(/\\[dtc]frac(?![a-zA-Z])/g, '\\frac');
   // Thousands separators that cannot be a list (rule 4).
-  s = s.replace(/(\d)\s*(?:\{,\}|,\s*\\!)\s*(?=\d)/g, '$1');
+  s = s.replace(/(\d)\s*(?:\{,\}|,\s*\\!)\s*(?=\d{3}(?!\d))/g, '$1');
+  // `{,}` between digits that are not a d,ddd group is a decimal comma (`1{,}5` = 1.5).
+  s = s.replace(/(\d)\{,\}(?=\d)/g, '$1.');
   s = s.replace(/(\d)(?:\\,|\\ |\\;|\u2009|\u202f)(?=\d{3}(?!\d))/g, '$1');
   s = unwrapText(s);
   s = s.replace(/\\\\|\\(?:!|,|;|:| |quad|qquad)/g, (m) => (m === '\\\\' ? m : ' ')).replace(/~/g, ' ');
@@ -94,9 +98,10 @@ export function normalizeLatex(input: string): NormalizedAnswer {
     degrees = true;
     s = s.slice(0, degWord.index).trim();
   }
+  s = s.replace(/(\d)\s*\{\s*([a-zA-Z]{2,})\s*\}$/, '$1 $2');
   s = stripUnits(s);
   s = stripOuterBraces(s);
   s = s.replace(/\s*([\^_])\s*\{\s*([a-zA-Z0-9])\s*\}/g, '$1$2');
-  s = s.replace(/\s+/g, ' ').trim();
+  s = s.replace(/\s+/g, ' ').replace(/([([{])\s+/g, '$1').replace(/\s+([)\]}])/g, '$1').trim();
   return { text: s, percent, degrees };
 }

@@ -11,6 +11,8 @@ export interface ArchiverOptions {
   batchSize?: number;
   /** Longest an event waits for its batch to fill, in ms (default 20). */
   maxWaitMs?: number;
+  /** Ack deadline before the bus redelivers (e.g. after this process died), in ms (default 30 s). */
+  ackWaitMs?: number;
   logger?: Logger;
 }
 
@@ -38,6 +40,7 @@ export class Archiver {
   private readonly durable: string;
   private readonly batchSize: number;
   private readonly maxWaitMs: number;
+  private readonly ackWaitMs: number | undefined;
   private readonly log: Logger;
   /** Counters since start: events newly stored, duplicates dropped, batches committed. */
   readonly stats = { archived: 0, duplicates: 0, batches: 0 };
@@ -50,6 +53,7 @@ export class Archiver {
     this.durable = opts.durable ?? 'archiver';
     this.batchSize = opts.batchSize ?? 500;
     this.maxWaitMs = opts.maxWaitMs ?? 20;
+    this.ackWaitMs = opts.ackWaitMs;
     this.log = opts.logger ?? createLogger('archiver');
   }
 
@@ -64,6 +68,7 @@ export class Archiver {
       concurrency: this.batchSize * 2,
       backoff: { initialMs: 100, maxMs: 5_000 },
       maxDeliver: 1_000,
+      ackWaitMs: this.ackWaitMs,
       handler: (event) => this.enqueue(event),
     });
     this.log.info('archiver started', { durable: this.durable, batchSize: this.batchSize });

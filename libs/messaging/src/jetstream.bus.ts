@@ -1,4 +1,5 @@
-import { connect, headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
+import { connect } from '@nats-io/transport-node';
+import { nanos, natsHeaders, type NatsConnection } from './nats-compat';
 import {
   AckPolicy,
   DeliverPolicy,
@@ -134,7 +135,7 @@ export class JetStreamBus implements EventBus, RawPublisher {
     if (traceparent) h.set('traceparent', traceparent);
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.js.publish(subject, payload, { msgID: msgId ?? undefined, headers: h, timeout: 5_000 });
+        await this.js.publish(subject, payload, { msgID: msgId ?? undefined, headers: h as never, timeout: 5_000 });
         return;
       } catch (e) {
         if (this.closed) throw new BusClosedError();
@@ -262,7 +263,8 @@ class JetStreamSubscription implements Subscription {
       if (outcome.kind === 'ack') m.ack();
       else if (outcome.kind === 'dead') {
         await this.bus.deadLetter(name, m, outcome.reason, outcome.field);
-        m.term(outcome.reason.slice(0, 200));
+        // No reason text: nats-server 2.9 ignores '+TERM <reason>' (added in 2.10), leaving the message pending.
+        m.term();
       } else if (count >= maxDeliver) {
         const msg = outcome.error instanceof Error ? outcome.error.message : String(outcome.error);
         await this.bus.deadLetter(name, m, `max_deliver: gave up after ${count} deliveries: ${msg}`, null);

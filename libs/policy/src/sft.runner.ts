@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import type { ModelConfig } from '@rstar/contracts';
-import { createLocalExecutor, type CodeExecutor } from './code.executor';
+import { SandboxPool } from '@rstar/sandbox';
+import { sandboxExecutor, type CodeExecutor } from './code.executor';
 import { PolicyInputError } from './errors';
 import { PolicyModel } from './policy.model';
 import { Rng, deriveSeed } from './rng';
@@ -30,7 +31,7 @@ export interface SftOptions {
   kinds?: TaskKind[];
   /** Checkpoint directory (default `<repo>/checkpoints/sft-<preset>`). */
   outDir?: string;
-  /** Runs the task programs and the model's tool calls (default: local rlimited Python). */
+  /** Runs the task programs and the model's tool calls (default: a 2-worker SandboxPool started and closed here). */
   execute?: CodeExecutor;
   /** Start from this model instead of a fresh one (e.g. a loaded checkpoint). */
   init?: PolicyModel;
@@ -79,9 +80,22 @@ export async function runSft(opts: SftOptions = {}, onProgress: (p: SftProgress)
   const preset = SFT_PRESETS[presetName];
   if (!preset) throw new PolicyInputError(`unknown SFT preset "${presetName}" (known: ${Object.keys(SFT_PRESETS).join(', ')})`, 'preset');
   const seed = opts.seed ?? 1;
+  let pool: SandboxPool | null = null;
+  if (!opts.execute) {
+    pool = new SandboxPool({ workers: 2 });
+    await pool.start();
+  }
+  try {
+    return await sftWithExecutor(opts, presetName, seed, opts.execute ?? sandboxExecutor(pool!), onProgress);
+  } finally {
+    await pool?.close();
+  }
+}
+
+async function sftWithExecutor(opts: SftOptions, presetName: SftPreset, seed: number, execute: CodeExecutor, onProgress: (p: SftProgress) => void): Promise<SftResult> {
+  const preset = SFT_PRESETS[presetName];
   const steps = opts.steps ?? preset.steps;
   const batchSize = opts.batchSize ?? preset.batchSize;
-  const execute = opts.execute ?? createLocalExecutor();
   const model = opts.init ?? (await PolicyModel.create({ ...preset.model, ...opts.model }, seed));
 
   const train = generateTasks({ seed: deriveSeed(seed, 1), n: opts.trainSize ?? preset.trainSize, kinds: opts.kinds });

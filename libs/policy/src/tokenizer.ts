@@ -23,12 +23,17 @@ export const PHRASE_TOKENS: readonly string[] = [
   'stdout: ',
   'execution time: ',
   '\\boxed{',
-  'print(',
-  'What is ',
   'Let me compute this with Python.',
+  'What is ',
+  'What is the sum of the integers from ',
+  'How many integers from 1 to ',
+  ' are divisible by ',
   ' modulo ',
-  'import math; ',
-  'range(',
+  'print(',
+  'import math; print(math.',
+  'sum(range(',
+  'len(range(',
+  ' + 1)',
 ];
 
 const UNK_CHAR = '\u0000';

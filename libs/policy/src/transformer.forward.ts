@@ -6,7 +6,7 @@ import type { ParamMap } from './transformer.params';
  * `x @ w` with an explicit gradient: dx = dy @ wᵀ, dw = xᵀ @ dy using materialised transposes.
  * POLICY-NOTES: wasm's transposed matmuls dominate the training step otherwise (~3x slower).
  */
-export const linear = tf.customGrad(((x: tf.Tensor2D, w: tf.Tensor2D, save: tf.GradSaveFunc) => {
+const customLinear = tf.customGrad(((x: tf.Tensor2D, w: tf.Tensor2D, save: tf.GradSaveFunc) => {
   save([x, w]);
   return {
     value: tf.matMul(x, w),
@@ -16,6 +16,21 @@ export const linear = tf.customGrad(((x: tf.Tensor2D, w: tf.Tensor2D, save: tf.G
     },
   };
 }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D, w: tf.Tensor2D) => tf.Tensor2D;
+
+let linearMode: 'custom' | 'autodiff' = 'custom';
+
+/**
+ * Select the gradient of the linear layers: `custom` (default, explicit transposes) or `autodiff` (tfjs's
+ * own matMul gradient). Only the benchmark's baseline switches it; both give the same values.
+ */
+export function setLinearGradient(mode: 'custom' | 'autodiff'): void {
+  linearMode = mode;
+}
+
+/** `x @ w` for [rows, in] x [in, out], with the gradient chosen by {@link setLinearGradient}. */
+export function linear(x: tf.Tensor2D, w: tf.Tensor2D): tf.Tensor2D {
+  return linearMode === 'custom' ? customLinear(x, w) : tf.matMul(x, w);
+}
 
 /**
  * One-hot embedding lookup `onehot @ table` whose input gradient is skipped (ids are not differentiable);

@@ -77,10 +77,14 @@ export function countParams(specs: ParamSpec[]): number {
 /** Parameters as tf variables, keyed by name. */
 export type ParamMap = Record<string, tf.Variable>;
 
+let modelCounter = 0;
+
+/** Create the variables; tfjs variable names are process-global, so each model gets its own prefix. */
 export function toVariables(specs: ParamSpec[], values: Float32Array[]): ParamMap {
   const out: ParamMap = {};
+  const prefix = `policy${modelCounter++}`;
   specs.forEach((s, i) => {
-    out[s.name] = tf.variable(tf.tensor(values[i], s.shape, 'float32'), true, s.name);
+    out[s.name] = tf.variable(tf.tensor(values[i], s.shape, 'float32'), true, `${prefix}/${s.name}`);
   });
   return out;
 }

@@ -196,11 +196,11 @@ def isolate_fds(out_w, err_w, keep):
     (so a program can never reach the protocol channel or another session's pipes)."""
     os.dup2(out_w, 1)
     os.dup2(err_w, 2)
+    # Park the kept fds above anything in use first, so moving them down never clobbers one another.
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 4096) for fd in keep]
     moved = []
-    for i, fd in enumerate(keep):
-        os.dup2(fd, 10 + i)
-    for i in range(len(keep)):
-        os.dup2(10 + i, 3 + i)
+    for i, fd in enumerate(high):
+        os.dup2(fd, 3 + i)
         moved.append(3 + i)
     os.closerange(3 + len(keep), 1 << 16)
     return moved
@@ -286,7 +286,13 @@ def run_cell(code, ns):
 
 
 def fresh_namespace():
-    return {"__name__": "__main__", "__builtins__": builtins}
+    """A real `__main__` module for the program (children only), so pickling functions it defines
+    (multiprocessing, concurrent.futures) finds them by name."""
+    import types
+    mod = types.ModuleType("__main__")
+    mod.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = mod
+    return mod.__dict__
 
 
 # ---------------------------------------------------------------- output collection

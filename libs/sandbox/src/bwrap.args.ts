@@ -82,10 +82,25 @@ export function bwrapArgs(p: {
   for (const d of ['/usr', '/bin', '/lib', '/lib64', '/sbin']) if (existsSync(d)) args.push('--ro-bind', d, d);
   for (const f of ['/etc/ld.so.cache', '/etc/ld.so.conf', '/etc/localtime', '/etc/alternatives'])
     if (existsSync(f)) args.push('--ro-bind', f, f);
-  for (const r of p.pythonRoots) args.push('--ro-bind', r, r);
+  // bwrap creates missing mount-point parents as 0700 root dirs; the unprivileged call uid must traverse them.
+  const bound = ['/usr', '/bin', '/lib', '/lib64', '/sbin'];
+  const made = new Set<string>();
+  for (const r of p.pythonRoots) {
+    if (bound.some((b) => r === b || r.startsWith(b + '/'))) continue;
+    const parts = r.split('/').filter(Boolean);
+    for (let i = 1; i < parts.length; i++) {
+      const d = '/' + parts.slice(0, i).join('/');
+      if (!made.has(d)) {
+        made.add(d);
+        args.push('--perms', '0755', '--dir', d);
+      }
+    }
+    args.push('--ro-bind', r, r);
+  }
   const zygotePath = '/opt/rstar/zygote.py';
+  args.push('--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--tmpfs', '/dev/shm');
+  args.push('--perms', '0755', '--dir', '/opt', '--perms', '0755', '--dir', '/opt/rstar');
   args.push('--ro-bind', p.zygoteHostPath, zygotePath);
-  args.push('--proc', '/proc', '--dev', '/dev');
   args.push('--perms', '1777', '--tmpfs', '/tmp', '--perms', '1777', '--tmpfs', '/var/tmp', '--tmpfs', '/run');
   const call = bindLeaf(args, 'call', p.call);
   const sessions = p.sessions.map((s, i) => bindLeaf(args, `s${i}`, s)!);

@@ -21,3 +21,16 @@ export {
   IsolationUnavailableError,
   WorkerStartError,
 } from './sandbox.errors';
+export {
+  loadTrajectories,
+  compareBlock,
+  normaliseOutput,
+  renderAsSource,
+  DEFAULT_TRAJECTORY_DIR,
+  AGREEING,
+  type RecordedTrajectory,
+  type ReplayKind,
+  replayTrajectories,
+  type ReplayReport,
+  type ReplayExecutor,
+} from './trajectory.replay';

@@ -12,6 +12,8 @@ import { WorkerBackstopError, ZygoteWorker } from './zygote.worker';
 let poolSeq = 0;
 
 interface Job {
+  /** `end_session` jobs carry only `req.session`. */
+  op?: 'exec' | 'end_session';
   req: ResolvedRequest;
   resolve: (r: ExecResult) => void;
   /** Worker index this job must run on (session affinity), or -1 for any. */
@@ -68,7 +70,7 @@ export class SandboxPool {
     this.queueLimit = opts.queueLimit ?? 4096;
     this.sessionCap = opts.sessionsPerWorker ?? 8;
     this.sessionIdleS = opts.sessionIdleS ?? 300;
-    this.pidsMax = opts.pidsMax ?? 64;
+    this.pidsMax = opts.pidsMax ?? 256;
     this.nWorkers = Math.max(1, opts.workers ?? Math.max(2, cpus().length));
     for (const [k, v] of Object.entries({ workers: this.nWorkers, queueLimit: this.queueLimit, pidsMax: this.pidsMax }))
       if (!Number.isInteger(v) || v < 1) throw new InvalidRequestError(k, `must be a positive integer, got ${v}`);
@@ -194,6 +196,21 @@ export class SandboxPool {
     });
   }
 
+  /**
+   * End a session now (e.g. when its rollout finished) instead of waiting for idle expiry; its
+   * interpreter and files are removed. Unknown ids are ignored. Never throws.
+   */
+  endSession(session: string): Promise<void> {
+    const pin = this.sessionPin.get(session);
+    if (!pin || this.state !== 'running') return Promise.resolve();
+    this.sessionPin.delete(session);
+    return new Promise((resolve) => {
+      const req: ResolvedRequest = { code: '', input: '', session, ...this.defaults };
+      this.queue.push({ op: 'end_session', req, resolve: () => resolve(), worker: pin.worker });
+      this.dispatch();
+    });
+  }
+
   private leastPinned(): number {
     this.expirePins();
     const counts = new Array<number>(this.nWorkers).fill(0);
@@ -223,6 +240,12 @@ export class SandboxPool {
 
   private async run(w: ZygoteWorker, i: number, job: Job): Promise<void> {
     const r = job.req;
+    if (job.op === 'end_session') {
+      await w.request({ op: 'end_session', session: r.session }, 10_000).catch(() => undefined);
+      job.resolve(poolResult('ok', ''));
+      this.dispatch();
+      return;
+    }
     let known = false;
     if (r.session) {
       const pin = this.sessionPin.get(r.session);

@@ -69,7 +69,7 @@ export interface SandboxPoolOptions {
   sessionsPerWorker?: number;
   /** Idle seconds before a session expires (default 300). */
   sessionIdleS?: number;
-  /** Processes + threads per call (cgroup pids.max, default 64). */
+  /** Tasks per call: processes, threads and unreaped zombies (cgroup pids.max, default 256). */
   pidsMax?: number;
   /** Called with human-readable warnings (default: console.warn). */
   onWarning?: (message: string) => void;

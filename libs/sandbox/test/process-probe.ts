@@ -1,7 +1,11 @@
 import { readdirSync, readFileSync } from 'node:fs';
 
-/** Host processes whose real uid is one of the sandbox's call uids (61000..61099): leftovers of calls. */
-export function sandboxProcesses(): { pid: number; state: string; cmd: string }[] {
+/**
+ * Host processes whose real uid is one of the sandbox's call uids (61000..61099). With
+ * `exceptSessions`, live session interpreters (in an `s<k>` cgroup leaf, by design alive between
+ * calls) are not counted; zombies always are.
+ */
+export function sandboxProcesses(exceptSessions = false): { pid: number; state: string; cmd: string }[] {
   const out: { pid: number; state: string; cmd: string }[] = [];
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
@@ -10,6 +14,7 @@ export function sandboxProcesses(): { pid: number; state: string; cmd: string }[
       const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1] ?? -1);
       if (uid < 61000 || uid >= 61100) continue;
       const state = /^State:\s+(\S)/m.exec(status)?.[1] ?? '?';
+      if (exceptSessions && state !== 'Z' && /\/w\d+\/s\d+$/m.test(readFileSync(`/proc/${d}/cgroup`, 'utf8'))) continue;
       const cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8').replace(/\0/g, ' ').slice(0, 120);
       out.push({ pid: Number(d), state, cmd });
     } catch {

@@ -10,3 +10,5 @@ export * from './scheduler/rollout.scheduler';
 export * from './bus-tool.executor';
 export * from './policy-version.gate';
 export * from './policy-serving.handler';
+export * from './rollout.batch';
+export * from './policy-serving.config';

@@ -150,11 +150,29 @@ export class RolloutScheduler {
     return lease;
   }
 
+  private maxFree(): number {
+    let m = -Infinity;
+    for (const e of this.engines) if (e.up) m = Math.max(m, e.capacity - e.reserved);
+    return m;
+  }
+
   private drain(): Lease[] {
     const grants: Lease[] = [];
     const rest: { rolloutId: string; tokens: number }[] = [];
+    // Under kv-budget a waiter larger than every engine's free space cannot be granted: skip it cheaply.
+    let free = this.policy === 'kv-budget' ? this.maxFree() : Infinity;
+    if (free !== Infinity) {
+      let min = Infinity;
+      for (const q of this.queue) min = Math.min(min, q.tokens);
+      if (min > free) return grants;
+    }
     for (const q of this.queue) {
+      if (q.tokens > free) {
+        rest.push(q);
+        continue;
+      }
       const lease = this.grant(q.rolloutId, q.tokens);
+      if (lease && this.policy === 'kv-budget') free = this.maxFree();
       if (lease) grants.push(lease);
       else rest.push(q);
     }

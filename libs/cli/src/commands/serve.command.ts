@@ -1,0 +1,32 @@
+import type { Command } from 'commander';
+// The service's public entry does not re-export the built-in engine yet; switch to '@rstar/policy-serving' once it does.
+import { startBuiltinEngine } from '../../../../services/policy-serving/src/builtin-engine';
+
+/**
+ * `rstar serve engine --port P [--checkpoint DIR] [--kv-capacity TOKENS]`: the built-in policy behind
+ * SGLang's HTTP API (+ vLLM's `/v1/completions`), until SIGINT/SIGTERM.
+ */
+export function register(program: Command): void {
+  const serve = program.command('serve').description('run a server');
+  serve
+    .command('engine')
+    .description('serve the built-in policy over an SGLang-compatible HTTP API')
+    .option('--port <n>', 'TCP port', '30001')
+    .option('--host <addr>', 'bind address', '127.0.0.1')
+    .option('--checkpoint <dir>', 'checkpoint to serve (default: a freshly initialised model)')
+    .option('--kv-capacity <tokens>', 'KV-cache capacity in tokens (max_total_num_tokens)', '16384')
+    .option('--seed <n>', 'init seed when no checkpoint is given', '0')
+    .action(async (o: { port: string; host: string; checkpoint?: string; kvCapacity: string; seed: string }) => {
+      const port = Number(o.port);
+      const kv = Number(o.kvCapacity);
+      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be an integer in [0, 65535], got "${o.port}"`);
+      if (!Number.isInteger(kv) || kv <= 0) throw new Error(`--kv-capacity must be a positive integer number of tokens, got "${o.kvCapacity}"`);
+      const eng = await startBuiltinEngine({ port, host: o.host, checkpointDir: o.checkpoint, kvCapacityTokens: kv, seed: Number(o.seed) });
+      process.stdout.write(`built-in engine on ${eng.url} (${eng.model.numParams} parameters, KV capacity ${kv} tokens, checkpoint ${o.checkpoint ?? 'none'})\n`);
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+      await eng.close();
+    });
+}

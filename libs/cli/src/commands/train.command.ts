@@ -1,0 +1,57 @@
+import type { Command } from 'commander';
+import { join } from 'node:path';
+import { writeRunReport, fmtPct } from '../report/run.report';
+import { ProgressPrinter } from '../train/progress.printer';
+import { loadRunConfig } from '../train/run-config.loader';
+import { RunRefusedError, runTraining } from '../train/training.run';
+import { submitRemoteRun } from '../train/remote.submit';
+
+/**
+ * `rstar train [--preset P] [--config F] [--out DIR] [--remote NATS_URL] [--resume RUN] [--validate]`:
+ * a GRPO-RoC run (standalone by default: PGlite + in-process bus + the built-in policy), then a report
+ * folder with metrics.csv/json and SVG plots. `--validate` only validates the config.
+ */
+export function register(program: Command): void {
+  program
+    .command('train')
+    .description('run SFT + GRPO-RoC training (standalone by default) and write a report')
+    .option('--preset <name>', 'preset under configs/ (tiny, gsm8k-tiny, rstar2-14b)', 'tiny')
+    .option('--config <file>', 'YAML run config (wins over --preset)')
+    .option('--out <dir>', 'run folder (default runs/<runId>); the report goes to <dir>/report')
+    .option('--remote <natsUrl>', 'submit the run to running services over NATS instead of running it here')
+    .option('--resume <runId>', 'resume a run of the archive (needs RSTAR_DATABASE_URL or the same --out PGlite folder)')
+    .option('--validate', 'validate the config and exit')
+    .action(async (o: { preset: string; config?: string; out?: string; remote?: string; resume?: string; validate?: boolean }) => {
+      const { config, source } = loadRunConfig({ preset: o.preset, file: o.config });
+      if (o.validate) {
+        const steps = config.stages.reduce((a, s) => a + s.steps, 0);
+        process.stdout.write(`config ${source} is valid: "${config.name}", ${config.stages.length} RL stage(s), ${steps} steps${config.validateOnly ? ' (validateOnly: needs real engines)' : ''}\n`);
+        return;
+      }
+      if (o.remote) {
+        await submitRemoteRun(config, { natsUrl: o.remote, runId: o.resume, onLine: (l) => process.stdout.write(`${l}\n`) });
+        return;
+      }
+      const printer = new ProgressPrinter();
+      try {
+        const r = await runTraining(config, { runId: o.resume, outDir: o.out, onProgress: printer.onProgress });
+        printer.end();
+        const files = writeRunReport(join(r.outDir, 'report'), r);
+        const s = r.seconds;
+        process.stdout.write(
+          `run ${r.runId} done in ${s.total.toFixed(0)} s (sft ${s.sft.toFixed(0)} s, rl ${s.rl.toFixed(0)} s): ` +
+            `held-out pass@1 ${fmtPct(r.passAt1Before?.passAt1)} -> ${fmtPct(r.passAt1After?.passAt1)}\nreport: ${files.join(', ')}\n`,
+        );
+      } catch (e) {
+        printer.end();
+        if (e instanceof RunRefusedError) {
+          process.stderr.write(`rstar train: ${e.message}\n`);
+          process.exitCode = 2;
+          return;
+        }
+        throw e;
+      }
+      // TensorFlow.js and the pool leave handles behind; the work is done and flushed.
+      process.exit(process.exitCode ?? 0);
+    });
+}

@@ -1,0 +1,51 @@
+import { resolve } from 'node:path';
+import { PolicyModel } from '@rstar/policy';
+import { createEngines } from '@rstar/policy-serving';
+import { SandboxPool } from '@rstar/sandbox';
+import { startLocalBuiltinEngine } from './builtin-engine.server';
+import { evaluatePassAt1, poolToolExecutor, type PassAt1Report } from './pass-at-1.evaluator';
+import { readJsonlDataset, taskPrompts } from './prompt.sources';
+
+/** Options of {@link evaluateCheckpoint}. */
+export interface CheckpointEvalOptions {
+  /** A built-in policy checkpoint directory. */
+  checkpoint: string;
+  /** A JSON-lines dataset path, or `tasks` for the held-out task family. */
+  dataset: string;
+  samples?: number;
+  temperature?: number;
+  maxTurns?: number;
+  maxResponseTokens?: number;
+  /** Use only the first `limit` rows. */
+  limit?: number;
+  /** Task family seed (with `dataset: tasks`): the held-out set of a run with this seed. Default 1. */
+  seed?: number;
+  onProgress?: (done: number, total: number) => void;
+}
+
+/**
+ * `rstar eval`: pass@1 (mean over `samples` per prompt) of a checkpoint on a dataset, with rollouts run for
+ * real (built-in engine over the SGLang adapter, tool calls in the sandbox, graded by libs/grader).
+ * Temperature defaults to 0 with one sample, else 1.
+ */
+export async function evaluateCheckpoint(o: CheckpointEvalOptions): Promise<PassAt1Report & { checkpoint: string; dataset: string }> {
+  const samples = o.samples ?? 1;
+  const prompts = o.dataset === 'tasks' ? taskPrompts(o.seed ?? 1, 2, o.limit ?? 64) : readJsonlDataset(resolve(o.dataset)).slice(0, o.limit);
+  const model = await PolicyModel.load(resolve(o.checkpoint));
+  const engine = await startLocalBuiltinEngine(model);
+  const sandbox = new SandboxPool({ workers: 2 });
+  await sandbox.start();
+  try {
+    const [adapter] = createEngines([`builtin=${engine.url}`]);
+    const room = model.config.context;
+    const r = await evaluatePassAt1(adapter, model.tokenizer, poolToolExecutor(sandbox), prompts, {
+      samples, temperature: o.temperature ?? (samples > 1 ? 1 : 0), maxTurns: o.maxTurns ?? 4,
+      maxResponseTokens: o.maxResponseTokens ?? Math.min(140, room), seed: o.seed ?? 1, compactPrompt: true, onProgress: o.onProgress,
+    });
+    return { ...r, checkpoint: resolve(o.checkpoint), dataset: o.dataset };
+  } finally {
+    await engine.close();
+    await sandbox.close();
+    model.dispose();
+  }
+}

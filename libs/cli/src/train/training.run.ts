@@ -1,0 +1,213 @@
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { ids, type RunConfig } from '@rstar/contracts';
+import { connectRuntime, type Runtime } from '@rstar/messaging';
+import { OptimizationHandler, totalSteps } from '@rstar/optimization';
+import { PolicyModel, runSft, type SftProgress } from '@rstar/policy';
+import { EnginePool, PolicyServingHandler, createEngines } from '@rstar/policy-serving';
+import { ResamplingHandler } from '@rstar/resampling';
+import { SandboxPool } from '@rstar/sandbox';
+import { AnswerRewardHandler } from './answer-reward.handler';
+import { startLocalBuiltinEngine, type LocalEngine } from './builtin-engine.server';
+import { resamplingEventSource, runEventSource } from './event-store.sources';
+import { evaluatePassAt1, poolToolExecutor, type PassAt1Report } from './pass-at-1.evaluator';
+import { runPrompts } from './prompt.sources';
+import { REPO_ROOT, resolveDataPath } from './run-config.loader';
+import { SandboxToolHandler } from './sandbox-tool.handler';
+import { StagedBuiltinTrainer } from './staged.trainer';
+
+/** A config `rstar train` will not run here (e.g. a 14B preset marked `validateOnly`). */
+export class RunRefusedError extends Error {
+  readonly code = 'run_refused';
+  constructor(message: string, readonly field: string) {
+    super(message);
+    this.name = 'RunRefusedError';
+  }
+}
+
+/** Progress of a run, by phase (for progress bars and logs). */
+export type TrainProgress =
+  | { phase: 'sft'; step: number; steps: number; loss: number }
+  | { phase: 'sft-traces'; done: number; total: number }
+  | { phase: 'eval-before' | 'eval-after'; done: number; total: number }
+  | { phase: 'rl'; step: number; steps: number; stage: string; metrics: Record<string, number | null> }
+  | { phase: 'message'; text: string };
+
+/** Options of {@link runTraining}. */
+export interface TrainingOptions {
+  /** Run id (default: a new UUIDv7). */
+  runId?: string;
+  /** Run folder (checkpoints, report); default `<repo>/runs/<runId>`. */
+  outDir?: string;
+  /** Bus + archive to use; default `connectRuntime()` (standalone unless RSTAR_NATS_URL is set), closed at the end. */
+  runtime?: Runtime;
+  /** Sandbox zygotes (default 2). */
+  sandboxWorkers?: number;
+  /** Skip the held-out pass@1 evaluations (tests). */
+  skipEval?: boolean;
+  /** Plain GRPO instead of GRPO-RoC for this run (the ablation): overrides `roc.enabled`. */
+  rocOverride?: boolean;
+  onProgress?: (p: TrainProgress) => void;
+}
+
+/** One RL step's record for the report. */
+export interface StepRecord {
+  step: number;
+  stage: string;
+  metrics: Record<string, number | null>;
+}
+
+/** What a finished run returns. */
+export interface TrainingResult {
+  runId: string;
+  outDir: string;
+  mode: 'standalone' | 'distributed';
+  config: RunConfig;
+  sft: { steps: number; seconds: number; finalLoss: number; checkpoint: string } | null;
+  passAt1Before: PassAt1Report | null;
+  passAt1After: PassAt1Report | null;
+  steps: StepRecord[];
+  policyVersion: number;
+  /** Seconds per phase and in total. */
+  seconds: { sft: number; evalBefore: number; rl: number; evalAfter: number; total: number };
+}
+
+const since = (t: number) => (Date.now() - t) / 1000;
+
+async function waitFor(cond: () => boolean, what: string, timeoutMs: number): Promise<void> {
+  const t0 = Date.now();
+  while (!cond()) {
+    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/**
+ * A whole training run in one process (ARCHITECTURE §1 mode 1): the non-reasoning SFT stage
+ * (libs/policy `runSft`, unless `policy.init: checkpoint`), held-out pass@1, then the GRPO-RoC stages
+ * through every handler on one bus (policy-serving over the SGLang adapter against the built-in engine
+ * on a loopback port, tool-execution on the sandbox pool, reward-grading, resampling, optimization),
+ * then held-out pass@1 again. Every rollout and step is an event in the archive (PGlite by default).
+ * The engines reload weights on `PolicyUpdated` through policy-serving (whose version gate holds the
+ * next step's rollouts until the new weights are in), so optimization is given no engines of its own.
+ * @throws RunRefusedError for `validateOnly` configs or an external policy/trainer; errors of any stage.
+ */
+export async function runTraining(input: RunConfig, opts: TrainingOptions = {}): Promise<TrainingResult> {
+  const config: RunConfig = opts.rocOverride === undefined ? input : { ...input, roc: { ...input.roc, enabled: opts.rocOverride } };
+  if (config.validateOnly) {
+    throw new RunRefusedError(
+      `config "${config.name}" is validateOnly: it needs real inference engines and a GPU trainer (it is valid; run it on a cluster with engines configured, or use --preset tiny here)`,
+      'validateOnly',
+    );
+  }
+  if (config.policy.kind !== 'builtin' || config.trainer.kind !== 'builtin' || config.engines.some((e) => e.kind !== 'builtin')) {
+    throw new RunRefusedError('standalone `rstar train` runs the builtin policy, trainer and engine only (policy.kind, trainer.kind, engines[].kind: builtin)', 'policy.kind');
+  }
+  const say = (text: string) => opts.onProgress?.({ phase: 'message', text });
+  const t0 = Date.now();
+  const runId = opts.runId ?? ids.newRun();
+  const outDir = resolve(opts.outDir ?? join(REPO_ROOT, 'runs', runId));
+  mkdirSync(outDir, { recursive: true });
+  const { train, heldOut } = runPrompts(config, resolveDataPath);
+
+  const sandbox = new SandboxPool({ workers: opts.sandboxWorkers ?? 2, onWarning: (m) => say(`sandbox: ${m}`) });
+  await sandbox.start();
+  const ownRuntime = !opts.runtime;
+  const runtime = opts.runtime ?? (await connectRuntime());
+  let engine: LocalEngine | null = null;
+  const stops: Array<() => Promise<void>> = [];
+  try {
+    const tools = poolToolExecutor(sandbox, config.tool.outputChars);
+    // --- SFT (or a given checkpoint) ---
+    let sft: TrainingResult['sft'] = null;
+    let checkpoint: string;
+    const tSft = Date.now();
+    if (config.policy.init === 'checkpoint') {
+      if (!config.policy.checkpoint) throw new RunRefusedError('policy.init is "checkpoint" but policy.checkpoint is empty (give a checkpoint directory)', 'policy.checkpoint');
+      checkpoint = resolve(REPO_ROOT, config.policy.checkpoint);
+    } else {
+      say(`SFT: ${config.sft.steps} steps, batch ${config.sft.batchSize}`);
+      const r = await runSft(
+        {
+          steps: config.sft.steps, batchSize: config.sft.batchSize, lr: config.sft.lr, warmupSteps: config.sft.warmupSteps, seed: config.seed,
+          model: config.policy.model, trainSize: config.data.trainSize, heldOutSize: Math.min(16, config.data.heldOutSize), outDir: join(outDir, 'checkpoints', 'sft'),
+          execute: (req) => sandbox.execute({ code: req.code, input: req.input, timeoutMs: config.tool.timeoutMs, memoryMb: config.tool.memoryMb, outputChars: config.tool.outputChars }),
+        },
+        (p: SftProgress) => {
+          if (p.phase === 'train') opts.onProgress?.({ phase: 'sft', step: p.step, steps: p.steps, loss: p.loss });
+          else if (p.phase === 'traces') opts.onProgress?.({ phase: 'sft-traces', done: p.done, total: p.total });
+        },
+      );
+      r.model.dispose();
+      checkpoint = r.checkpoint.dir;
+      sft = { steps: r.steps, seconds: r.trainSeconds, finalLoss: r.finalLoss, checkpoint };
+    }
+    const sftSeconds = since(tSft);
+
+    // --- the engine: the built-in policy behind SGLang's API, driven through the SGLang adapter ---
+    const engineModel = await PolicyModel.load(checkpoint);
+    engine = await startLocalBuiltinEngine(engineModel);
+    const adapters = createEngines([`builtin=${engine.url}`]);
+    const evalOpts = {
+      samples: config.eval.samples, temperature: config.eval.temperature, maxTurns: config.eval.maxTurns, maxResponseTokens: config.eval.maxResponseTokens,
+      seed: config.seed, compactPrompt: true, toolTimeoutMs: config.tool.timeoutMs, toolMemoryMb: config.tool.memoryMb,
+    };
+    const tEval = Date.now();
+    const passAt1Before = opts.skipEval
+      ? null
+      : await evaluatePassAt1(adapters[0], engineModel.tokenizer, tools, heldOut, { ...evalOpts, onProgress: (done, total) => opts.onProgress?.({ phase: 'eval-before', done, total }) });
+    const evalBeforeSeconds = since(tEval);
+    if (passAt1Before) say(`pass@1 before RL: ${(passAt1Before.passAt1 * 100).toFixed(1)}% on ${heldOut.length} held-out prompts`);
+
+    // --- RL: every handler on one bus ---
+    const tRl = Date.now();
+    const trainModel = await PolicyModel.load(checkpoint);
+    const trainer = new StagedBuiltinTrainer(trainModel, config, 0, true);
+    const { bus, store } = runtime;
+    const enginePool = await EnginePool.create(adapters, config.scheduler);
+    const serving = new PolicyServingHandler(bus, {
+      pool: enginePool, tokenizer: engineModel.tokenizer, compactPrompt: true, initialPolicyVersion: 0,
+      rollout: { toolTimeoutMs: config.tool.timeoutMs, toolMemoryMb: config.tool.memoryMb, maxParallelCalls: config.tool.maxParallelCalls },
+      durable: { rollouts: `policy-serving-rollouts-${runId}`, toolResults: `policy-serving-tool-results-${runId}`, policy: `policy-serving-policy-${runId}` },
+    });
+    const toolHandler = new SandboxToolHandler(bus, sandbox, { outputChars: config.tool.outputChars, durable: `tool-execution-${runId}` });
+    const reward = new AnswerRewardHandler(bus, { durable: `reward-grading-${runId}` });
+    const resampling = new ResamplingHandler(bus, { store: resamplingEventSource(store, runId), durable: `resampling-${runId}` });
+    for (const h of [toolHandler, reward, resampling, serving]) {
+      await h.start();
+      stops.unshift(() => h.stop());
+    }
+    const steps = totalSteps(config);
+    const records: StepRecord[] = [];
+    trainer.beginStep(0);
+    const optimization = new OptimizationHandler(bus, {
+      config, runId, prompts: train, trainer, engines: [], checkpointDir: join(outDir, 'checkpoints'),
+      store: runEventSource(store), mode: runtime.mode, codeVersion: process.env.RSTAR_CODE_VERSION ?? 'dev',
+      onStep: (step, stage, metrics) => {
+        trainer.beginStep(step + 1);
+        records.push({ step, stage, metrics });
+        opts.onProgress?.({ phase: 'rl', step, steps, stage, metrics });
+      },
+    });
+    stops.unshift(() => optimization.stop());
+    const summary = await optimization.run();
+    await waitFor(() => serving.policyVersion >= summary.policyVersion, `the engine to load policy version ${summary.policyVersion}`, 120_000);
+    const rlSeconds = since(tRl);
+
+    const tAfter = Date.now();
+    const passAt1After = opts.skipEval
+      ? null
+      : await evaluatePassAt1(adapters[0], engineModel.tokenizer, tools, heldOut, { ...evalOpts, onProgress: (done, total) => opts.onProgress?.({ phase: 'eval-after', done, total }) });
+    if (passAt1After) say(`pass@1 after RL: ${(passAt1After.passAt1 * 100).toFixed(1)}%`);
+    await runtime.flush();
+    return {
+      runId, outDir, mode: runtime.mode, config, sft, passAt1Before, passAt1After, steps: records, policyVersion: summary.policyVersion,
+      seconds: { sft: sftSeconds, evalBefore: evalBeforeSeconds, rl: rlSeconds, evalAfter: since(tAfter), total: since(t0) },
+    };
+  } finally {
+    for (const stop of stops) await stop().catch(() => undefined);
+    await engine?.close();
+    await sandbox.close();
+    if (ownRuntime) await runtime.close();
+  }
+}

@@ -1,0 +1,20 @@
+import { generateSyntheticRun, indexRun, createRegrader, verifyRun } from './index';
+import { buildTrainingBatch, resampleGroup } from '@rstar/grpo';
+(async () => {
+  const ev = await generateSyntheticRun({ runId: 'r1', seed: 7, steps: 1, promptsPerStep: 512, samples: 32, keep: 16, responseChars: 240 });
+  let t = performance.now();
+  const ix = indexRun(ev);
+  console.log('index', performance.now() - t);
+  const rs = [...ix.rollouts.values()];
+  t = performance.now();
+  const g = createRegrader();
+  for (const r of rs) g({ rolloutId: r.rolloutId, responseText: r.completed!.responseText, gold: r.reward!.gold, truncated: false });
+  console.log('regrade', performance.now() - t);
+  t = performance.now();
+  const groups = [...ix.groups.values()].filter((g) => g.resampled!.kept.length).map((g) => ({ groupId: g.groupId, rollouts: g.resampled!.kept.map((id) => { const c = ix.rollouts.get(id)!.completed!; return { rolloutId: id, reward: g.resampled!.rewards[id], ...c }; }) }));
+  const b = buildTrainingBatch(groups);
+  console.log('batch', performance.now() - t, b.tokens);
+  t = performance.now();
+  const rep = await verifyRun(ix, { grade: g });
+  console.log('verify(all cached)', performance.now() - t);
+})();

@@ -1,0 +1,63 @@
+import { ids, makeEvent, streams, type RstarEvent } from '@rstar/contracts';
+import { NotInRunError, ReplayError } from './errors';
+import { indexRun, type RunIndex } from './run.index';
+
+export interface RerunOptions {
+  step: number;
+  /** Id of the new run (default: a fresh UUIDv7). */
+  newRunId?: string;
+  /** `mode` recorded in the new RunStarted (default: the original's). */
+  mode?: 'standalone' | 'distributed';
+  codeVersion?: string;
+  now?: () => Date;
+}
+
+/** The events that re-run a recorded step, and the new run's id. */
+export interface RerunPlan {
+  runId: string;
+  originalRunId: string;
+  step: number;
+  /** RunStarted (with `rerunOf`), StepStarted, then every RolloutRequested of the step. */
+  events: RstarEvent[];
+}
+
+const PRODUCER = 'replay';
+
+/**
+ * Re-run a recorded step (issue 8 §4): the step's inputs (its StepStarted and every RolloutRequested:
+ * prompt, gold, sampling params with their seeds, budget, policy version, RoC policy) re-issued under a
+ * new run id, linked to the original by `RunStarted.rerunOf`. Rollout and group ids are re-derived for
+ * the new run with the same step, prompt and sample indices, so the two runs line up one to one.
+ * Throws {@link NotInRunError} for an unknown step, {@link ReplayError} when the step has no request.
+ */
+export function rerunStep(events: Iterable<RstarEvent> | RunIndex, opts: RerunOptions): RerunPlan {
+  const ix = (events as RunIndex).rollouts instanceof Map ? (events as RunIndex) : indexRun(events as Iterable<RstarEvent>);
+  const rec = ix.steps.find((s) => s.step === opts.step);
+  if (!rec) throw new NotInRunError('step', opts.step, ix.runId, ix.steps.map((s) => s.step));
+  const runId = opts.newRunId ?? ids.newRun();
+  const requests = rec.groupIds.flatMap((g) => ix.groups.get(g)!.rolloutIds).map((id) => ix.rollouts.get(id)!.requested).filter((q) => q !== null);
+  if (requests.length === 0) throw new ReplayError('nothing_to_rerun', `step ${opts.step} of run ${ix.runId} has no RolloutRequested in the log`, 'step');
+  const common = { runId, producer: PRODUCER, now: opts.now };
+  const started = makeEvent('RunStarted', {
+    ...common, streamId: streams.run(runId), key: runId,
+    data: {
+      config: ix.started?.config ?? {}, seed: ix.started?.seed ?? 0, codeVersion: opts.codeVersion ?? ix.started?.codeVersion ?? 'dev',
+      mode: opts.mode ?? ix.started?.mode ?? 'standalone', rerunOf: { runId: ix.runId, step: opts.step },
+    },
+  });
+  const s = rec.started;
+  const stepStarted = makeEvent('StepStarted', {
+    ...common, streamId: streams.step(runId, opts.step), key: `${runId}:${opts.step}`, causedBy: started,
+    data: s ? { step: s.step, stage: s.stage, promptIds: s.promptIds, policyVersion: s.policyVersion }
+      : { step: opts.step, stage: 'rerun', promptIds: [...new Set(requests.map((q) => q.promptId))], policyVersion: requests[0].policyVersion },
+  });
+  const rollouts = requests.map((q) => {
+    const { eventId: _e, ...data } = q;
+    const rolloutId = ids.rollout(runId, q.step, q.promptIdx, q.sampleIdx);
+    return makeEvent('RolloutRequested', {
+      ...common, streamId: streams.rollout(rolloutId), key: rolloutId, causedBy: stepStarted,
+      data: { ...data, rolloutId, groupId: ids.group(runId, q.step, q.promptIdx) },
+    });
+  });
+  return { runId, originalRunId: ix.runId, step: opts.step, events: [started, stepStarted, ...rollouts] };
+}

@@ -1,0 +1,116 @@
+import 'reflect-metadata';
+import { Controller, Get, Inject, Injectable, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { launchDistributedRun } from '@rstar/cli';
+import { EventStore } from '@rstar/event-store';
+import { JetStreamBus, type Subscription } from '@rstar/messaging';
+import { createEngines } from '@rstar/policy-serving';
+import { createLogger } from '@rstar/telemetry';
+
+const RUNNER = Symbol('RUNNER');
+const log = createLogger('optimization');
+
+/** A missing or bad setting; the message names the variable and the fix. */
+class OptimizationConfigError extends Error {
+  readonly code = 'invalid_service_config';
+  constructor(message: string, readonly field: string) {
+    super(message);
+    this.name = 'OptimizationConfigError';
+  }
+}
+
+/**
+ * Consumes `RunStarted` (durable `optimization-runs`, one run at a time) from `rstar train --remote` and
+ * drives the run; the message is acked only when the run has ended, so a killed instance's run is
+ * redelivered to its successor, which resumes from the archive (see launchDistributedRun).
+ */
+class RunRunner {
+  private sub: Subscription | null = null;
+  active: string | null = null;
+
+  constructor(
+    readonly bus: JetStreamBus,
+    readonly store: EventStore,
+    private readonly cfg: { engines: string[]; checkpointRoot: string },
+  ) {}
+
+  async start(): Promise<void> {
+    const engines = createEngines(this.cfg.engines);
+    this.sub = await this.bus.subscribe({
+      durable: 'optimization-runs',
+      types: ['RunStarted'],
+      concurrency: 1,
+      ackWaitMs: 60_000,
+      handler: async (ev, ctx) => {
+        if (ev.data.mode !== 'distributed') return;
+        this.active = ev.runId;
+        try {
+          const r = await launchDistributedRun(ev, {
+            bus: this.bus, store: this.store, engines, checkpointRoot: this.cfg.checkpointRoot, working: () => ctx.working(),
+            log: (msg, fields) => log.info(msg, fields),
+          });
+          log.info('run ended', { runId: ev.runId, steps: r?.steps ?? null });
+        } finally {
+          this.active = null;
+        }
+      },
+    });
+  }
+
+  async stop(): Promise<void> {
+    await this.sub?.drain();
+  }
+}
+
+@Controller()
+class HealthController {
+  constructor(@Inject(RUNNER) private readonly runner: RunRunner) {}
+  @Get('health')
+  health() {
+    return { ok: true, activeRun: this.runner.active };
+  }
+}
+
+@Injectable()
+class Lifecycle implements OnModuleInit, OnApplicationShutdown {
+  constructor(@Inject(RUNNER) private readonly runner: RunRunner) {}
+  async onModuleInit() {
+    await this.runner.start();
+  }
+  async onApplicationShutdown() {
+    await this.runner.stop();
+    await this.runner.bus.close();
+    await this.runner.store.close();
+  }
+}
+
+/**
+ * The optimization service in distributed mode. Settings: RSTAR_NATS_URL (default nats://127.0.0.1:4222),
+ * RSTAR_DATABASE_URL (required: the archive, for resume), RSTAR_ENGINES (comma-separated `kind=url`, the
+ * engines whose weights it updates; required), RSTAR_CHECKPOINT_DIR (default ./runs; must be readable by
+ * the engines), PORT (default 3005, `/health`).
+ */
+async function bootstrap(): Promise<void> {
+  const env = process.env;
+  if (!env.RSTAR_DATABASE_URL) throw new OptimizationConfigError('RSTAR_DATABASE_URL is not set (the Postgres archive the run resumes from)', 'RSTAR_DATABASE_URL');
+  const engines = (env.RSTAR_ENGINES ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  if (!engines.length) throw new OptimizationConfigError('RSTAR_ENGINES is empty; set it to the engines policy-serving uses, e.g. "builtin=http://127.0.0.1:30001"', 'RSTAR_ENGINES');
+  const port = Number(env.PORT ?? 3005);
+  if (!Number.isInteger(port) || port < 0) throw new OptimizationConfigError(`PORT must be a port number, got "${env.PORT}"`, 'PORT');
+  const bus = await JetStreamBus.connect({ servers: env.RSTAR_NATS_URL || 'nats://127.0.0.1:4222', name: 'optimization' });
+  const store = await EventStore.connect({ connectionString: env.RSTAR_DATABASE_URL, schema: env.RSTAR_DB_SCHEMA || undefined });
+  const runner = new RunRunner(bus, store, { engines, checkpointRoot: env.RSTAR_CHECKPOINT_DIR || 'runs' });
+
+  @Module({ controllers: [HealthController], providers: [{ provide: RUNNER, useValue: runner }, { provide: Lifecycle, useClass: Lifecycle }] })
+  class OptimizationModule {}
+
+  const app = await NestFactory.create(OptimizationModule, { logger: ['error', 'warn'] });
+  app.enableShutdownHooks();
+  await app.listen(port);
+  log.info('optimization listening', { port, engines });
+}
+
+bootstrap().catch((e) => {
+  log.error('optimization failed to start', { err: e });
+  process.exit(1);
+});

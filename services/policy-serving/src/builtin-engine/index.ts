@@ -1,0 +1,3 @@
+export * from './builtin-engine.errors';
+export * from './generation.scheduler';
+export { startBuiltinEngine, type BuiltinEngine, type BuiltinEngineOptions } from './builtin-engine.server';

@@ -1,0 +1,1 @@
+export { RewardGradingHandler, rewardFor, type RewardGradingOptions } from './reward-grading.handler';

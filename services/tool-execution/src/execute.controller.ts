@@ -1,0 +1,66 @@
+import { Body, Controller, Get, Header, HttpCode, HttpException, Inject, Post, Res } from '@nestjs/common';
+import type { Response } from 'express';
+import { InvalidRequestError, resolveRequest, DEFAULT_MAXIMA, type ExecResult, type SandboxPool } from '@rstar/sandbox';
+import { SANDBOX_POOL, TOOL_METRICS } from './tokens';
+import { executeMeasured, type ToolExecutionMetrics } from './tool-execution.metrics';
+
+/** Most requests one batch may carry. */
+export const MAX_BATCH = 1024;
+
+/**
+ * HTTP API of tool-execution: `POST /v1/execute` (one `ExecRequest` -> `ExecResult`; 400 naming the
+ * field for an invalid request, 429 + Retry-After when overloaded), `POST /v1/execute/batch`
+ * (`{requests: ExecRequest[]}` -> `{results}` in order), `GET /health`, `GET /metrics`.
+ */
+@Controller()
+export class ExecuteController {
+  constructor(
+    @Inject(SANDBOX_POOL) private readonly pool: SandboxPool,
+    @Inject(TOOL_METRICS) private readonly metrics: ToolExecutionMetrics,
+  ) {}
+
+  @Post('v1/execute')
+  @HttpCode(200)
+  async execute(@Body() body: unknown, @Res({ passthrough: true }) res: Response): Promise<ExecResult> {
+    try {
+      const h = this.pool.health();
+      resolveRequest(body, h.defaults, { ...DEFAULT_MAXIMA, ...h.maxima });
+    } catch (e) {
+      if (e instanceof InvalidRequestError)
+        throw new HttpException({ status: 'sandbox_error', code: e.code, field: e.field, message: e.message }, 400);
+      throw e;
+    }
+    const r = await executeMeasured(this.pool, this.metrics, body as never);
+    if (r.status === 'overloaded') {
+      res.status(429);
+      res.setHeader('Retry-After', '1');
+    }
+    return r;
+  }
+
+  @Post('v1/execute/batch')
+  @HttpCode(200)
+  async batch(@Body() body: unknown): Promise<{ results: ExecResult[] }> {
+    const requests = (body as { requests?: unknown } | null)?.requests;
+    if (!Array.isArray(requests))
+      throw new HttpException({ status: 'sandbox_error', field: 'requests', message: 'requests: must be an array of ExecRequest objects' }, 400);
+    if (requests.length > MAX_BATCH)
+      throw new HttpException({ status: 'sandbox_error', field: 'requests', message: `requests: at most ${MAX_BATCH} per batch` }, 400);
+    // Invalid items get their own sandbox_error result; the rest run.
+    const results = await Promise.all(requests.map((r) => executeMeasured(this.pool, this.metrics, r as never)));
+    return { results };
+  }
+
+  @Get('health')
+  health(): unknown {
+    const h = this.pool.health();
+    if (!h.ok) throw new HttpException(h, 503);
+    return h;
+  }
+
+  @Get('metrics')
+  @Header('Content-Type', 'text/plain; version=0.0.4')
+  async metricsText(): Promise<string> {
+    return this.metrics.registry.metrics();
+  }
+}

@@ -1,0 +1,80 @@
+import { makeEvent, streams, type RstarEvent } from '@rstar/contracts';
+import { TransientError, type EventBus, type Subscription } from '@rstar/messaging';
+import type { SandboxPool } from '@rstar/sandbox';
+import { executeMeasured, type ToolExecutionMetrics } from './tool-execution.metrics';
+
+/** Options of {@link ToolExecutionHandler}. */
+export interface ToolExecutionHandlerOptions {
+  /** Durable consumer name (instances sharing it share the work). Default `tool-execution`. */
+  durable?: string;
+  /** Calls in flight from the bus (default 2x the pool's workers, so workers never idle). */
+  concurrency?: number;
+  producer?: string;
+  metrics?: ToolExecutionMetrics;
+}
+
+/**
+ * The JetStream flow of tool-execution (ARCHITECTURE §5): consumes `ToolCallRequested`, runs the
+ * program in the {@link SandboxPool}, publishes `ToolCallCompleted` (deterministic id per `callId`, so
+ * a redelivered request re-emits the same event and the bus drops the copy). The `jupyter_code` tool
+ * runs in the rollout's session (`session` or else the rollout id). An `overloaded` pool is a
+ * transient failure: the request is redelivered later instead of failing the model's call.
+ */
+export class ToolExecutionHandler {
+  private sub: Subscription | null = null;
+
+  constructor(
+    private readonly bus: EventBus,
+    private readonly pool: SandboxPool,
+    private readonly opts: ToolExecutionHandlerOptions = {},
+  ) {}
+
+  async start(): Promise<void> {
+    if (this.sub) return;
+    this.sub = await this.bus.subscribe({
+      durable: this.opts.durable ?? 'tool-execution',
+      types: ['ToolCallRequested'],
+      concurrency: this.opts.concurrency ?? Math.max(2, this.pool.health().workers.total * 2),
+      ackWaitMs: 90_000,
+      handler: (ev) => this.handle(ev),
+    });
+  }
+
+  /** Execute one request and publish its completion. @throws TransientError when the pool is overloaded. */
+  async handle(ev: RstarEvent<'ToolCallRequested'>): Promise<void> {
+    const d = ev.data;
+    const session = d.tool === 'jupyter_code' ? (d.session ?? d.rolloutId) : (d.session ?? undefined);
+    const req = { code: d.code, input: d.input, timeoutMs: d.limits.timeoutMs, memoryMb: d.limits.memoryMb, session };
+    const r = this.opts.metrics ? await executeMeasured(this.pool, this.opts.metrics, req) : await this.pool.execute(req);
+    if (r.status === 'overloaded') throw new TransientError(`sandbox overloaded; call ${d.callId} will be retried`);
+    await this.bus.publish(
+      makeEvent('ToolCallCompleted', {
+        runId: ev.runId,
+        streamId: streams.rollout(d.rolloutId),
+        key: d.callId,
+        producer: this.opts.producer ?? 'tool-execution',
+        causedBy: ev,
+        data: {
+          callId: d.callId,
+          rolloutId: d.rolloutId,
+          turn: d.turn,
+          status: r.status,
+          stdout: r.stdout,
+          stderr: r.stderr,
+          exitCode: r.exitCode,
+          signal: r.signal,
+          wallMs: r.wallMs,
+          cpuMs: r.cpuMs,
+          truncated: r.truncated,
+          sessionReset: r.sessionReset ?? false,
+        },
+      }),
+    );
+  }
+
+  async stop(): Promise<void> {
+    const s = this.sub;
+    this.sub = null;
+    await s?.drain();
+  }
+}
