@@ -4,6 +4,7 @@
  */
 export { runTraining, RunRefusedError, type TrainingOptions, type TrainingResult, type TrainProgress, type StepRecord } from './train/training.run';
 export { launchDistributedRun, type LaunchDeps } from './train/distributed-run.launcher';
+export { RunStartConsumer } from './train/run-start.consumer';
 export { submitRemoteRun, RemoteRunFailedError, type RemoteSubmitOptions } from './train/remote.submit';
 export { evaluatePassAt1, poolToolExecutor, type PassAt1Options, type PassAt1Report } from './train/pass-at-1.evaluator';
 export { evaluateCheckpoint, type CheckpointEvalOptions } from './train/checkpoint.evaluator';

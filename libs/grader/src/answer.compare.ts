@@ -35,6 +35,18 @@ export function hasDecimal(latex: string): boolean {
   return /(^|[^\d])\.\d|\d\.\d/.test(latex);
 }
 
+/**
+ * Rule 5: the readings under which two values may be equal. Always as written (`28%` = `28%`, `28` = `28%`);
+ * a one-sided `%` may also be read as a fraction (`0.28` = `28%`, `15%` = `0.15`). A bare gold `28` is
+ * never `0.28`.
+ */
+export function percentPairs<T>(p: T, g: T, ctx: CompareContext, hundredth: (x: T) => T): [T, T][] {
+  const pairs: [T, T][] = [[p, g]];
+  if (ctx.predPercent && !ctx.goldPercent) pairs.push([hundredth(p), g]);
+  if (ctx.goldPercent && !ctx.predPercent) pairs.push([p, hundredth(g)]);
+  return pairs;
+}
+
 const parsed = (latex: string): MathJson => parseLatex(leafLatex(latex));
 
 function exprEquality(pred: string, gold: string, ctx: CompareContext): Equality {
@@ -42,15 +54,12 @@ function exprEquality(pred: string, gold: string, ctx: CompareContext): Equality
   const g = parsed(gold);
   const predHasDecimal = hasDecimal(pred);
   const goldHasDecimal = hasDecimal(gold);
-  const preds: MathJson[] = ctx.predPercent ? [p, ['Divide', p, 100]] : [p];
-  const golds: MathJson[] = ctx.goldPercent ? [g, ['Divide', g, 100]] : [g];
   let sawUnknown = false;
-  for (const pv of preds)
-    for (const gv of golds) {
-      const r = compareExpressions(pv, gv, { predHasDecimal, goldHasDecimal });
-      if (r === 'equal') return 'equal';
-      if (r === 'unknown') sawUnknown = true;
-    }
+  for (const [pv, gv] of percentPairs<MathJson>(p, g, ctx, (x) => ['Divide', x, 100])) {
+    const r = compareExpressions(pv, gv, { predHasDecimal, goldHasDecimal });
+    if (r === 'equal') return 'equal';
+    if (r === 'unknown') sawUnknown = true;
+  }
   return sawUnknown ? 'unknown' : 'different';
 }
 

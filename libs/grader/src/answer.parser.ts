@@ -1,4 +1,3 @@
-import { matchBrace } from './answer.extractor';
 import { GraderError } from './errors';
 
 /** A parsed answer (the structures of GRADING rules 7-9); leaves keep their normalised LaTeX. */

@@ -24,7 +24,11 @@ export function parseLatex(latex: string): MathJson {
 const CACHE_SIZE = 4096;
 const cache = new Map<string, MathJson>();
 
+/** The parser is superlinear on long inputs; longer leaves are refused so a grade stays bounded. */
+const MAX_LEAF_CHARS = 600;
+
 function parseUncached(latex: string): MathJson {
+  if (latex.length > MAX_LEAF_CHARS) throw new GraderError('refused_huge', `expression longer than ${MAX_LEAF_CHARS} characters`);
   engine ??= new ComputeEngine();
   let json: MathJson;
   try {
@@ -72,9 +76,6 @@ const FUNCTIONS: Record<string, (x: number) => number> = {
   Cosh: Math.cosh,
   Tanh: Math.tanh,
   Exp: Math.exp,
-  Ln: Math.log,
-  Lg: Math.log10,
-  Lb: Math.log2,
   Floor: Math.floor,
   Ceil: Math.ceil,
 };
@@ -203,8 +204,18 @@ export function evaluate(j: MathJson, env: ReadonlyMap<string, number> = new Map
     case 'Divide':
     case 'Rational':
       return div(ev(args[0]), ev(args[1]));
-    case 'Power':
-      return power(ev(args[0]), ev(args[1]));
+    case 'Power': {
+      // (\sqrt a)^(2k) and (\sqrt[n] a)^(nk) stay exact.
+      const b = unwrap(args[0]);
+      const e = ev(args[1]);
+      const rootIndex = Array.isArray(b) && b[0] === 'Sqrt' ? 2n : Array.isArray(b) && b[0] === 'Root' ? ev(b[2]).exact : null;
+      const k = typeof rootIndex === 'bigint' ? rootIndex : rootIndex?.isInteger() ? rootIndex.n : null;
+      if (k && k > 0n && e.exact?.isInteger() && e.exact.n % k === 0n && Array.isArray(b)) {
+        const radicand = ev(b[1]);
+        if (radicand.exact && radicand.exact.sign() >= 0) return exactV(radicand.exact.pow(e.exact.n / k));
+      }
+      return power(ev(args[0]), e);
+    }
     case 'Square':
       return power(ev(args[0]), exactV(new Rational(2n)));
     case 'Sqrt':
@@ -224,10 +235,24 @@ export function evaluate(j: MathJson, env: ReadonlyMap<string, number> = new Map
       const x = ev(args[0]);
       return x.exact ? exactV(x.exact.sign() < 0 ? x.exact.neg() : x.exact) : approxV(Math.abs(x.approx));
     }
+    case 'Ln': {
+      // ln(e^k) = k exactly.
+      const a = unwrap(args[0]);
+      if (Array.isArray(a) && a[0] === 'Power' && (a[1] === 'e' || a[1] === 'ExponentialE')) {
+        const k = ev(a[2]);
+        if (k.exact) return k;
+      }
+      if (a === 'e' || a === 'ExponentialE') return exactV(Rational.ONE);
+      return approxV(Math.log(ev(args[0]).approx));
+    }
+    case 'Lb':
+    case 'Lg':
     case 'Log': {
       const x = ev(args[0]);
-      if (args.length > 1) return approxV(Math.log(x.approx) / Math.log(ev(args[1]).approx));
-      return approxV(Math.log10(x.approx));
+      const base = head === 'Lb' ? exactV(new Rational(2n)) : args.length > 1 ? ev(args[1]) : exactV(new Rational(10n));
+      const exactLog = exactLogarithm(x, base);
+      if (exactLog) return exactV(exactLog);
+      return approxV(Math.log(x.approx) / Math.log(base.approx));
     }
     case 'Delimiter':
       if (args.length === 1 && !(Array.isArray(args[0]) && args[0][0] === 'Sequence')) return ev(args[0]);
@@ -246,6 +271,24 @@ export function evaluate(j: MathJson, env: ReadonlyMap<string, number> = new Map
   }
   if (typeof head === 'string' && FUNCTION_LETTER.test(head)) return approxV(opaqueFunction(head, args.map((a) => ev(a).approx)));
   throw new GraderError('unsupported', `unsupported construct ${typeof head === 'string' ? head : JSON.stringify(head)}`);
+}
+
+/** Strips `Delimiter` (parentheses) around a single expression. */
+function unwrap(j: MathJson): MathJson {
+  while (Array.isArray(j) && j[0] === 'Delimiter' && j.length === 2) j = j[1];
+  return j;
+}
+
+/** `log_b x` as an exact integer k when `b^k = x` for rationals b and x; else null. */
+function exactLogarithm(x: Value, b: Value): Rational | null {
+  if (!x.exact || !b.exact || x.exact.sign() <= 0 || b.exact.sign() <= 0 || b.exact.equals(Rational.ONE)) return null;
+  const k = Math.round(Math.log(x.approx) / Math.log(b.approx));
+  if (!Number.isFinite(k) || Math.abs(k) > 4096) return null;
+  try {
+    return b.exact.pow(BigInt(k)).equals(x.exact) ? new Rational(BigInt(k)) : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Juxtaposition: products, except a function name followed by a parenthesised argument (`f(x)`, `\sqrt(2)`). */

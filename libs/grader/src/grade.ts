@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { extractAnswer } from './answer.extractor';
-import { compareNodes, leafLatex } from './answer.compare';
+import { compareNodes, leafLatex, percentPairs } from './answer.compare';
 import { parseAnswer, type AnswerNode } from './answer.parser';
 import { GraderError } from './errors';
 import { parseLatex } from './expression.evaluator';
@@ -62,9 +62,7 @@ function numericFastPath(pred: string, predPct: boolean, gold: string, goldPct: 
   const g = Rational.parseDecimal(gold.replace(/,/g, ''));
   if (!p || !g) return null;
   const hundred = new Rational(100n);
-  const ps = predPct ? [p, p.div(hundred)] : [p];
-  const gs = goldPct ? [g, g.div(hundred)] : [g];
-  return ps.some((a) => gs.some((b) => a.equals(b)));
+  return percentPairs(p, g, { predPercent: predPct, goldPercent: goldPct }, (x) => x.div(hundred)).some(([a, b]) => a.equals(b));
 }
 
 function gradeCore(prediction: string, gold: string, opts: GradeOptions): Core {
@@ -105,6 +103,11 @@ function gradeCore(prediction: string, gold: string, opts: GradeOptions): Core {
     const pending = pNode.kind === 'expr' && gNode.kind === 'expr' && code !== 'unparseable' ? { pred: pNode.latex, gold: gNode.latex } : undefined;
     return { verdict: out(false, rule), pending };
   }
+}
+
+/** Loads the LaTeX parser (about 0.5 s on first use) so the first real grade does not pay for it. */
+export function warmUp(): void {
+  grade('\\boxed{\\frac{1}{2}x}', 'x/2');
 }
 
 /**

@@ -1,5 +1,5 @@
 export { extractAnswer } from './answer.extractor';
-export { grade, gradeAsync, type Verdict, type GradeOptions, type GradeAsyncOptions } from './grade';
+export { grade, gradeAsync, warmUp, type Verdict, type GradeOptions, type GradeAsyncOptions } from './grade';
 export { normalizeLatex, type NormalizedAnswer } from './latex.normalizer';
 export { GraderError, type GraderErrorCode } from './errors';
 export type { SymbolicBackend, SymbolicResult } from './symbolic.port';

@@ -48,6 +48,10 @@ export function toSympy(j: MathJson): string {
       return `(${a[0]} ** 2)`;
     case 'Root':
       return `real_root(${a[0]}, ${a[1]})`;
+    case 'Lb':
+      return `log(${a[0]}, 2)`;
+    case 'Lg':
+      return `log(${a[0]}, 10)`;
     case 'Log':
       return a.length > 1 ? `log(${a[0]}, ${a[1]})` : `log(${a[0]}, 10)`;
     case 'Delimiter':

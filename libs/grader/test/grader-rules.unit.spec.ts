@@ -28,6 +28,9 @@ const CASES: [string, string, boolean][] = [
 ];
 
 const MORE_CASES: [string, string, boolean][] = [
+  ['0.28\\%', '28\\%', false], ['2800\\%', '28', true], ['28\\%', '28', true], ['0.28', '28', false],
+  // Near-integers: an integer gold never passes by tolerance.
+  ['e^{\\pi\\sqrt{163}}', '262537412640768744', false], ['\\sqrt{9+10^{-30}}', '3', false],
   ['\\textbf{(C)}', '\\text{(C)}', true], ['\\text{C}', '(C)', true], ['(D)', 'C', false], ['\\text{(B) } \\frac12', 'B', true],
   ['\\sqrt{3}/2', '\\frac{\\sqrt{3}}{2}', true], ['\\frac{\\pi}{3}', '60^\\circ', false], ['60', '60^\\circ', true],
   ['5, 3', '3, 5', true], ['3, 5, 5', '3, 5', false], ['\\left( 1, 2 \\right)', '(1,2)', true], ['10\\text{cm}', '10', true],

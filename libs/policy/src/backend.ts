@@ -12,7 +12,8 @@ export function initBackend(): Promise<string> {
     ready = (async () => {
       if (process.env.RSTAR_TF_BACKEND !== 'cpu') {
         try {
-          require('@tensorflow/tfjs-backend-wasm');
+          // Lazy: registering the wasm backend loads its binary, only needed once a model is built.
+          await import('@tensorflow/tfjs-backend-wasm');
           if (await tf.setBackend('wasm')) {
             await tf.ready();
             return 'wasm';

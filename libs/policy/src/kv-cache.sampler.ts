@@ -140,7 +140,7 @@ export async function sampleWithCache(
       x = tf.add(x, a.out) as tf.Tensor2D;
       x = tf.add(x, mlp(p, l, layerNorm(x, p[`h${l}.ln2_g`], p[`h${l}.ln2_b`]) as tf.Tensor2D)) as tf.Tensor2D;
     }
-    for (const c of caches) c.k.dispose(), c.v.dispose();
+    for (const c of caches) tf.dispose([c.k, c.v]);
     caches = next;
     const h = layerNorm(x, p.lnf_g, p.lnf_b) as tf.Tensor2D;
     return linear2(h, p.wout);
@@ -206,7 +206,7 @@ export async function sampleWithCache(
     }
   } finally {
     keyMask.dispose();
-    for (const c of caches) c.k.dispose(), c.v.dispose();
+    for (const c of caches) tf.dispose([c.k, c.v]);
   }
   return rows.map((r) => r.out);
 }

@@ -2,10 +2,16 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { parseEvent, type RstarEvent } from '@rstar/contracts';
 import { HistoryFileError } from './errors';
 
-/** Serialise events as JSON lines (one envelope per line, log order kept). */
+/**
+ * Serialise events as JSON lines: one envelope per line (`id, type, version, runId, streamId, data,
+ * meta`; archive positions of stored events are left out), log order kept.
+ */
 export function toJsonl(events: Iterable<RstarEvent>): string {
   let out = '';
-  for (const e of events) out += JSON.stringify(e) + '\n';
+  for (const e of events) {
+    const { id, type, version, runId, streamId, data, meta } = e;
+    out += JSON.stringify({ id, type, version, runId, streamId, data, meta }) + '\n';
+  }
   return out;
 }
 

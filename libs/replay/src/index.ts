@@ -16,3 +16,4 @@ export * from './rollout.resume';
 export * from './step.rerun';
 export * from './history.jsonl';
 export * from './synthetic-run.generator';
+export * from './replay.formatter';

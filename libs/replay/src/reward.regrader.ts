@@ -33,7 +33,8 @@ export function rewardOf(correct: boolean, truncated: boolean): 0 | 1 {
 
 /**
  * A {@link RegradeFn} over `grader` (default: today's `@rstar/grader` `grade`), as reward-grading
- * computes `RewardAssigned`: grade the full response against the gold, reward by {@link rewardOf}.
+ * computes `RewardAssigned`: grade the full response against the gold, reward by {@link rewardOf};
+ * truncated rollouts are recorded as not correct, under rule `truncated` when the answer was right.
  * With `cache` (default true) verdicts are memoised by (extracted answer, gold): `grade` depends on
  * the response only through its extracted answer, and a group's rollouts repeat answers often.
  */
@@ -52,6 +53,9 @@ export function createRegrader(opts: { grader?: AnswerGrader; cache?: boolean } 
       v = { correct: g.correct, extracted: g.extracted, rule: g.rule };
       if (key !== null) cache!.set(key, v);
     }
-    return { reward: rewardOf(v.correct, r.truncated), correct: v.correct, extracted: v.extracted, rule: v.rule };
+    // As reward-grading records it: a truncated rollout is never correct, and a right answer cut off by
+    // the budget is recorded under rule `truncated`.
+    const correct = v.correct && !r.truncated;
+    return { reward: rewardOf(v.correct, r.truncated), correct, extracted: v.extracted, rule: r.truncated && v.correct ? 'truncated' : v.rule };
   };
 }

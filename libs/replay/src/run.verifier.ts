@@ -86,6 +86,8 @@ export interface VerifyReport {
   deterministicDifferences: number;
   notes: string[];
   ok: boolean;
+  /** Wall time of each check in ms: re-grading, RoC re-decisions, batch rebuilds, re-execution, re-training. */
+  timingsMs: { regrade: number; resample: number; batch: number; execute: number; retrain: number };
 }
 
 const REPLAY_SESSION = 'replay';
@@ -120,14 +122,24 @@ export async function verifyRun(events: Iterable<RstarEvent> | RunIndex, opts: V
     deterministicDifferences: 0,
     notes: [],
     ok: true,
+    timingsMs: { regrade: 0, resample: 0, batch: 0, execute: 0, retrain: 0 },
+  };
+  const timed = async <T>(k: keyof VerifyReport['timingsMs'], f: () => T | Promise<T>): Promise<T> => {
+    const t0 = performance.now();
+    try {
+      return await f();
+    } finally {
+      report.timingsMs[k] += performance.now() - t0;
+    }
   };
   const grade = opts.grade ?? createRegrader();
   for (const s of steps) {
-    await verifyRewards(ix, s, grade, !!opts.symbolic, report);
-    for (const gid of s.groupIds) verifyGroup(ix, ix.groups.get(gid)!, report);
-    const batch = verifyBatch(ix, s, report);
-    if (opts.execute) await verifyToolCalls(ix, s, opts.execute, opts.concurrency ?? 8, report);
-    if (opts.retrain && batch && s.optimized) await verifyCheckpoint(ix, s, batch, opts.retrain, report);
+    await timed('regrade', () => verifyRewards(ix, s, grade, !!opts.symbolic, report));
+    await timed('resample', () => s.groupIds.forEach((gid) => verifyGroup(ix, ix.groups.get(gid)!, report)));
+    const batch = await timed('batch', () => verifyBatch(ix, s, report));
+    const { execute, retrain } = opts;
+    if (execute) await timed('execute', () => verifyToolCalls(ix, s, execute, opts.concurrency ?? 8, report));
+    if (retrain && batch && s.optimized) await timed('retrain', () => verifyCheckpoint(ix, s, batch, retrain, report));
     else if (s.optimized) report.skipped.checkpoints++;
   }
   if (!opts.execute) {

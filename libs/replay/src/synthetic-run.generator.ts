@@ -16,7 +16,7 @@ export interface SyntheticRunOptions {
   /** Rollouts kept per group (G). */
   keep: number;
   mode?: ResampleMode;
-  /** Approximate response length in characters (= tokens of the char tokenizer); default 400. */
+  /** Reasoning text per response in characters (= tokens of the char tokenizer), besides the tool calls, tool responses and answer; default 400. */
   responseChars?: number;
   /** Tool executor (default: {@link arithmeticExecutor}, exact for the programs the generator writes). */
   execute?: SyntheticExecutor;
@@ -145,13 +145,14 @@ export async function generateSyntheticRun(o: SyntheticRunOptions): Promise<Rsta
         const logprobs: number[] = [];
         let text = '';
         let toolErrors = 0;
-        const filler = FILLER.repeat(Math.max(1, Math.round((o.responseChars ?? 400) / FILLER.length / (pl.calls.length + 1))));
+        const filler = FILLER.repeat(Math.max(0, Math.round((o.responseChars ?? 400) / FILLER.length / (pl.calls.length + 1))));
         const model = (t: string) => {
           const ids_ = tok.encode(t);
           for (const id of ids_) {
             response.push(id);
             mask.push(1);
-            logprobs.push(Math.log(0.02 + 0.98 * rng()));
+            // 4 decimals, like the float32 logprobs an engine returns, keeps recorded histories small.
+            logprobs.push(Math.round(Math.log(0.02 + 0.98 * rng()) * 1e4) / 1e4);
           }
           text += t;
           return ids_;

@@ -13,7 +13,7 @@ export const DEFAULT_MAXIMA: ExecLimits & { inputBytes: number; codeBytes: numbe
 };
 /** Smallest memory limit: below it even a forked interpreter cannot run. */
 export const MIN_MEMORY_MB = 32;
-const SESSION_RE = /^[A-Za-z0-9_.:@\-]{1,200}$/;
+const SESSION_RE = /^[A-Za-z0-9_.:@-]{1,200}$/;
 
 /** A request with every limit resolved. */
 export interface ResolvedRequest extends ExecLimits {

@@ -34,3 +34,4 @@ export {
   type ReplayReport,
   type ReplayExecutor,
 } from './trajectory.replay';
+export { runExecLines, parseExecLine, HttpExecutor, type Executor, type ExecLine } from './exec-lines.runner';

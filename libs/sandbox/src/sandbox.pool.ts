@@ -18,6 +18,8 @@ interface Job {
   resolve: (r: ExecResult) => void;
   /** Worker index this job must run on (session affinity), or -1 for any. */
   worker: number;
+  /** Already re-queued once after its zygote died under it. */
+  retried?: boolean;
 }
 
 /** A result the pool produces itself (never ran). */
@@ -281,13 +283,21 @@ export class SandboxPool {
       };
       if (r.session) result.sessionReset = Boolean(resp.sessionReset);
     } catch (e) {
-      // The zygote itself died or hung during this call (e.g. the program killed its parent).
       const backstop = e instanceof WorkerBackstopError;
+      void this.replace(i);
+      if (!backstop && !job.retried) {
+        // The zygote died under this call (programs cannot signal it: it is infrastructure failing).
+        // Run the call again on the replacement, once, so callers never see the restart.
+        job.retried = true;
+        this.queue.unshift(job);
+        this.dispatch();
+        return;
+      }
+      // The zygote hung past the backstop or died twice: report it, do not loop.
       result = poolResult(backstop ? 'timeout' : 'killed', `sandbox worker lost during the call (${(e as Error).message.split(';')[0]}); it was restarted`);
       result.signal = 'SIGKILL';
       result.wallMs = backstop ? r.timeoutMs : 0;
       if (r.session) result.sessionReset = true;
-      void this.replace(i);
     }
     job.resolve(result);
     this.dispatch();

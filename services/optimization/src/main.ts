@@ -1,13 +1,15 @@
 import 'reflect-metadata';
 import { Controller, Get, Inject, Injectable, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { launchDistributedRun } from '@rstar/cli';
+import { RunStartConsumer } from '@rstar/cli';
 import { EventStore } from '@rstar/event-store';
-import { JetStreamBus, type Subscription } from '@rstar/messaging';
+import { JetStreamBus } from '@rstar/messaging';
 import { createEngines } from '@rstar/policy-serving';
 import { createLogger } from '@rstar/telemetry';
 
 const RUNNER = Symbol('RUNNER');
+const BUS = Symbol('BUS');
+const STORE = Symbol('STORE');
 const log = createLogger('optimization');
 
 /** A missing or bad setting; the message names the variable and the fix. */
@@ -19,52 +21,9 @@ class OptimizationConfigError extends Error {
   }
 }
 
-/**
- * Consumes `RunStarted` (durable `optimization-runs`, one run at a time) from `rstar train --remote` and
- * drives the run; the message is acked only when the run has ended, so a killed instance's run is
- * redelivered to its successor, which resumes from the archive (see launchDistributedRun).
- */
-class RunRunner {
-  private sub: Subscription | null = null;
-  active: string | null = null;
-
-  constructor(
-    readonly bus: JetStreamBus,
-    readonly store: EventStore,
-    private readonly cfg: { engines: string[]; checkpointRoot: string },
-  ) {}
-
-  async start(): Promise<void> {
-    const engines = createEngines(this.cfg.engines);
-    this.sub = await this.bus.subscribe({
-      durable: 'optimization-runs',
-      types: ['RunStarted'],
-      concurrency: 1,
-      ackWaitMs: 60_000,
-      handler: async (ev, ctx) => {
-        if (ev.data.mode !== 'distributed') return;
-        this.active = ev.runId;
-        try {
-          const r = await launchDistributedRun(ev, {
-            bus: this.bus, store: this.store, engines, checkpointRoot: this.cfg.checkpointRoot, working: () => ctx.working(),
-            log: (msg, fields) => log.info(msg, fields),
-          });
-          log.info('run ended', { runId: ev.runId, steps: r?.steps ?? null });
-        } finally {
-          this.active = null;
-        }
-      },
-    });
-  }
-
-  async stop(): Promise<void> {
-    await this.sub?.drain();
-  }
-}
-
 @Controller()
 class HealthController {
-  constructor(@Inject(RUNNER) private readonly runner: RunRunner) {}
+  constructor(@Inject(RUNNER) private readonly runner: RunStartConsumer) {}
   @Get('health')
   health() {
     return { ok: true, activeRun: this.runner.active };
@@ -73,14 +32,18 @@ class HealthController {
 
 @Injectable()
 class Lifecycle implements OnModuleInit, OnApplicationShutdown {
-  constructor(@Inject(RUNNER) private readonly runner: RunRunner) {}
+  constructor(
+    @Inject(RUNNER) private readonly runner: RunStartConsumer,
+    @Inject(BUS) private readonly bus: JetStreamBus,
+    @Inject(STORE) private readonly store: EventStore,
+  ) {}
   async onModuleInit() {
     await this.runner.start();
   }
   async onApplicationShutdown() {
     await this.runner.stop();
-    await this.runner.bus.close();
-    await this.runner.store.close();
+    await this.bus.close();
+    await this.store.close();
   }
 }
 
@@ -88,7 +51,7 @@ class Lifecycle implements OnModuleInit, OnApplicationShutdown {
  * The optimization service in distributed mode. Settings: RSTAR_NATS_URL (default nats://127.0.0.1:4222),
  * RSTAR_DATABASE_URL (required: the archive, for resume), RSTAR_ENGINES (comma-separated `kind=url`, the
  * engines whose weights it updates; required), RSTAR_CHECKPOINT_DIR (default ./runs; must be readable by
- * the engines), PORT (default 3005, `/health`).
+ * the engines), PORT (default 3005, `/health`). Runs start on `RunStarted` (RunStartConsumer in @rstar/cli).
  */
 async function bootstrap(): Promise<void> {
   const env = process.env;
@@ -99,9 +62,13 @@ async function bootstrap(): Promise<void> {
   if (!Number.isInteger(port) || port < 0) throw new OptimizationConfigError(`PORT must be a port number, got "${env.PORT}"`, 'PORT');
   const bus = await JetStreamBus.connect({ servers: env.RSTAR_NATS_URL || 'nats://127.0.0.1:4222', name: 'optimization' });
   const store = await EventStore.connect({ connectionString: env.RSTAR_DATABASE_URL, schema: env.RSTAR_DB_SCHEMA || undefined });
-  const runner = new RunRunner(bus, store, { engines, checkpointRoot: env.RSTAR_CHECKPOINT_DIR || 'runs' });
+  const runner = new RunStartConsumer(bus, store, {
+    engines: createEngines(engines), checkpointRoot: env.RSTAR_CHECKPOINT_DIR || 'runs', log: (msg, fields) => log.info(msg, fields),
+  });
 
-  @Module({ controllers: [HealthController], providers: [{ provide: RUNNER, useValue: runner }, { provide: Lifecycle, useClass: Lifecycle }] })
+  @Module({ controllers: [HealthController], providers: [
+    { provide: RUNNER, useValue: runner }, { provide: BUS, useValue: bus }, { provide: STORE, useValue: store }, { provide: Lifecycle, useClass: Lifecycle },
+  ] })
   class OptimizationModule {}
 
   const app = await NestFactory.create(OptimizationModule, { logger: ['error', 'warn'] });

@@ -12,3 +12,4 @@ export * from './policy-version.gate';
 export * from './policy-serving.handler';
 export * from './rollout.batch';
 export * from './policy-serving.config';
+export { startBuiltinEngine, GenerationScheduler, type BuiltinEngine, type BuiltinEngineOptions, type SchedulerStats as BuiltinEngineStats } from './builtin-engine';

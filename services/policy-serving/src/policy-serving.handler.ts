@@ -3,7 +3,7 @@ import { makeEvent, streams, type RstarEvent } from '@rstar/contracts';
 import { PermanentError, TransientError, type EventBus, type Subscription } from '@rstar/messaging';
 import { createLogger, type Logger } from '@rstar/telemetry';
 import { BusToolExecutor } from './bus-tool.executor';
-import { EngineError, NoEngineError } from './engine/engine.errors';
+import { EngineError, EngineResponseError, ReservationTooLargeError } from './engine/engine.errors';
 import type { EnginePool } from './engine/engine.pool';
 import { PolicyVersionGate } from './policy-version.gate';
 
@@ -150,7 +150,9 @@ export class PolicyServingHandler {
       );
     } catch (e) {
       if (e instanceof InvalidRolloutRequestError) throw new PermanentError(e.message, e.field);
-      if (e instanceof NoEngineError && e.message.includes('largest engine')) throw new PermanentError(e.message, 'budget.maxTokens');
+      if (e instanceof ReservationTooLargeError) throw new PermanentError(e.message, 'budget.maxTokens');
+      // A 4xx from the engine (e.g. prompt + budget beyond the model context) will not pass on retry.
+      if (e instanceof EngineResponseError) throw new PermanentError(e.message, 'problem');
       if (e instanceof EngineError) throw new TransientError(e.message, e);
       throw e;
     } finally {

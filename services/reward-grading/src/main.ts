@@ -50,7 +50,7 @@ class Lifecycle implements OnModuleInit, OnApplicationShutdown {
 
 async function bootstrap(): Promise<void> {
   const port = Number(process.env.PORT ?? 3004);
-  const natsUrl = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+  const natsUrl = process.env.RSTAR_NATS_URL ?? 'nats://127.0.0.1:4222';
   const timeoutMs = Number(process.env.GRADER_SYMBOLIC_TIMEOUT_MS ?? 4000);
   if (!Number.isFinite(port) || !Number.isFinite(timeoutMs)) throw new Error('PORT and GRADER_SYMBOLIC_TIMEOUT_MS must be numbers');
   collectProcessMetrics();

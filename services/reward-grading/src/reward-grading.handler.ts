@@ -1,5 +1,5 @@
 import { makeEvent, streams, type EventData, type RstarEvent } from '@rstar/contracts';
-import { gradeAsync, type SymbolicBackend } from '@rstar/grader';
+import { gradeAsync, warmUp, type SymbolicBackend } from '@rstar/grader';
 import type { EventBus, Subscription } from '@rstar/messaging';
 import { counter, histogram } from '@rstar/telemetry';
 
@@ -57,6 +57,7 @@ export class RewardGradingHandler {
 
   async start(): Promise<void> {
     if (this.sub) return;
+    warmUp();
     this.sub = await this.bus.subscribe({
       durable: this.opts.durable ?? 'reward-grading',
       types: ['RolloutCompleted'],

@@ -1,5 +1,9 @@
 import { Body, Controller, Get, Header, HttpCode, HttpException, Inject, Post, Res } from '@nestjs/common';
-import type { Response } from 'express';
+/** The part of the HTTP response the controller touches. */
+interface HttpResponse {
+  status(code: number): unknown;
+  setHeader(name: string, value: string): unknown;
+}
 import { InvalidRequestError, resolveRequest, DEFAULT_MAXIMA, type ExecResult, type SandboxPool } from '@rstar/sandbox';
 import { SANDBOX_POOL, TOOL_METRICS } from './tokens';
 import { executeMeasured, type ToolExecutionMetrics } from './tool-execution.metrics';
@@ -21,7 +25,7 @@ export class ExecuteController {
 
   @Post('v1/execute')
   @HttpCode(200)
-  async execute(@Body() body: unknown, @Res({ passthrough: true }) res: Response): Promise<ExecResult> {
+  async execute(@Body() body: unknown, @Res({ passthrough: true }) res: HttpResponse): Promise<ExecResult> {
     try {
       const h = this.pool.health();
       resolveRequest(body, h.defaults, { ...DEFAULT_MAXIMA, ...h.maxima });

@@ -1,7 +1,16 @@
-import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { connect } from '@nats-io/transport-node';
 import type { ExecResult, SandboxPool } from '@rstar/sandbox';
 import { poolResult } from '@rstar/sandbox';
 import { executeMeasured, type ToolExecutionMetrics } from './tool-execution.metrics';
+
+type NatsConnection = Awaited<ReturnType<typeof connect>>;
+type NatsSubscription = ReturnType<NatsConnection['subscribe']>;
+/** The part of a NATS message the responder uses (nats-core types are not visible under node10 resolution). */
+interface RequestMsg {
+  string(): string;
+  reply?: string;
+  respond(data: string): boolean;
+}
 
 /** Default request/reply subject and queue group. */
 export const TOOL_EXECUTE_SUBJECT = 'tool.execute';
@@ -13,7 +22,7 @@ export const TOOL_EXECUTE_QUEUE = 'tool-execution';
  * `sandbox_error` naming the problem; nothing a client sends can crash the responder.
  */
 export class NatsExecuteResponder {
-  private sub: Subscription | null = null;
+  private sub: NatsSubscription | null = null;
   private readonly inflight = new Set<Promise<void>>();
 
   constructor(
@@ -26,7 +35,7 @@ export class NatsExecuteResponder {
     if (this.sub) return;
     this.sub = this.nc.subscribe(this.opts.subject ?? TOOL_EXECUTE_SUBJECT, {
       queue: this.opts.queue ?? TOOL_EXECUTE_QUEUE,
-      callback: (err, msg) => {
+      callback: (err: Error | null, msg: RequestMsg) => {
         if (err) return;
         const p = (async () => {
           let result: ExecResult;

@@ -1,7 +1,8 @@
 import 'reflect-metadata';
 import { Module, type DynamicModule, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect } from '@nats-io/transport-node';
+import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { EventBus } from '@rstar/messaging';
 import { SandboxPool, type SandboxPoolOptions } from '@rstar/sandbox';
 import { ExecuteController } from './execute.controller';
@@ -57,17 +58,15 @@ export async function startToolExecution(opts: ToolExecutionOptions = {}): Promi
   const pool = new SandboxPool(opts.pool);
   await pool.start();
   const metrics = new ToolExecutionMetrics(pool);
-  let nc: NatsConnection | null = null;
+  let nc: Awaited<ReturnType<typeof connect>> | null = null;
   let responder: NatsExecuteResponder | null = null;
   let handler: ToolExecutionHandler | null = null;
   try {
-    const app = await NestFactory.create(ToolExecutionModule.forPool(pool, metrics), {
+    const app = await NestFactory.create<NestExpressApplication>(ToolExecutionModule.forPool(pool, metrics), {
       logger: ['error', 'warn'],
-      bodyParser: false,
     });
     // Requests carry code and stdin (up to the pool's input maximum).
-    const express = await import('express');
-    app.use(express.json({ limit: '40mb', strict: false }));
+    app.useBodyParser('json', { limit: '40mb' });
     await app.listen(opts.port ?? 0, opts.host ?? '127.0.0.1');
     const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
     if (opts.natsUrl) {

@@ -59,6 +59,7 @@ export async function run(args: string[]): Promise<object> {
     groups_checked: report.checked.groups,
     batch_sequences: events.find((e) => e.type === 'StepOptimized')?.data && (events.find((e) => e.type === 'StepOptimized') as RstarEvent<'StepOptimized'>).data.rollouts,
     verify_s: Number(verifyS.toFixed(3)),
+    verify_phase_ms: Object.fromEntries(Object.entries(report.timingsMs).map(([k, v]) => [k, Math.round(v)])),
     baseline_s: Number(baselineS.toFixed(3)),
     generate_s: Number(generateS.toFixed(1)),
     deterministic_differences: report.deterministicDifferences + baseline.deterministicDifferences,

@@ -1,4 +1,10 @@
-import { RolloutScheduler, type Lease, type SchedulingPolicy } from '@rstar/policy-serving';
+import { renderPrompt, type RolloutSpec, type Tokenizer } from '@rstar/agent';
+import { generateTasks, runSft } from '@rstar/policy';
+import { EnginePool, RolloutScheduler, runRolloutBatch, SglangAdapter, startBuiltinEngine, type BuiltinEngine, type Lease, type SchedulingPolicy } from '@rstar/policy-serving';
+import { SandboxPool } from '@rstar/sandbox';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 /*
  * `pnpm bench scheduler`: KV-budget vs least-requests vs round-robin rollout scheduling (PROTOCOL §7).
@@ -348,6 +354,89 @@ export function simulateCluster(workload: readonly SimRollout[], o: { policy: Sc
   };
 }
 
+// ---------------------------------------------------------------- part 1: real built-in engines
+
+/** Figures of one real run. */
+interface RealResult {
+  policy: SchedulingPolicy;
+  makespanS: number;
+  idleShare: number;
+  peakKvShare: number;
+  /** Arrivals into the engines' own queues (waiting for KV room or for the running batch), sampled every 2 ms. */
+  engineQueuedRequests: number;
+  kvOverflows: number;
+  waited: number;
+  evicted: number;
+  turns: number;
+  toolCalls: number;
+}
+
+async function realRun(policy: SchedulingPolicy, o: { engines: BuiltinEngine[]; capacity: number; specs: RolloutSpec[]; tokenizer: Tokenizer; sandbox: SandboxPool }): Promise<RealResult> {
+  const adapters = o.engines.map((e, i) => new SglangAdapter(`builtin-${i}`, e.url, undefined, 'builtin'));
+  const pool = await EnginePool.create(adapters, policy, { probeIntervalMs: 0 });
+  let idle = 0;
+  let samples = 0;
+  let peak = 0;
+  let queued = 0;
+  const lastQueued = o.engines.map(() => 0);
+  const probe = setInterval(() => {
+    o.engines.forEach((e, i) => {
+      const st = e.scheduler.stats();
+      samples++;
+      if (st.running === 0) idle++;
+      peak = Math.max(peak, st.kvTokensInUse / o.capacity);
+      if (st.queued > lastQueued[i]) queued += st.queued - lastQueued[i];
+      lastQueued[i] = st.queued;
+    });
+  }, 2);
+  const t0 = Date.now();
+  try {
+    const results = await runRolloutBatch(o.specs, {
+      pool,
+      tokenizer: o.tokenizer,
+      tools: { execute: (q) => o.sandbox.execute({ code: q.code, input: q.input, timeoutMs: q.timeoutMs, memoryMb: q.memoryMb, session: q.session ?? undefined }) },
+    });
+    return {
+      policy,
+      makespanS: (Date.now() - t0) / 1000,
+      idleShare: samples ? idle / samples : 0,
+      peakKvShare: peak,
+      engineQueuedRequests: queued,
+      kvOverflows: pool.scheduler.stats.overflows,
+      waited: pool.scheduler.stats.queued,
+      evicted: pool.scheduler.stats.evicted,
+      turns: results.reduce((a, r) => a + r.turns, 0),
+      toolCalls: results.reduce((a, r) => a + r.toolCalls, 0),
+    };
+  } finally {
+    clearInterval(probe);
+    pool.close();
+  }
+}
+
+/** Fit `step = base + perSeq * batch` and the prefill cost per token on one built-in engine. */
+async function calibrate(engine: BuiltinEngine, tokenizer: Tokenizer): Promise<LatencyModel> {
+  const prompt = tokenizer.encode(renderPrompt('What is 12 * 34?', { compact: true }));
+  const gen = async (batch: number, newTokens: number, inputIds: number[]) => {
+    const t0 = performance.now();
+    const r = await fetch(`${engine.url}/generate`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ input_ids: Array.from({ length: batch }, () => inputIds), sampling_params: { temperature: 1, max_new_tokens: newTokens, ignore_eos: true, seed: 1 } }),
+    });
+    await r.text();
+    return performance.now() - t0;
+  };
+  await gen(1, 4, prompt); // warm-up
+  const steps = 32;
+  const t1 = (await gen(1, steps, prompt)) / steps;
+  const t8 = (await gen(8, steps, prompt)) / steps;
+  const perSeqMs = Math.max(0, (t8 - t1) / 7);
+  const baseMs = Math.max(0.1, t1 - perSeqMs);
+  const long = Array.from({ length: 100 }, (_, i) => prompt[i % prompt.length]);
+  const prefillPerTokenMs = Math.max(0, ((await gen(1, 1, long)) - (await gen(1, 1, prompt.slice(0, 8)))) / (long.length - 8));
+  return { baseMs, perSeqMs, perKvTokenMs: 0, prefillPerTokenMs };
+}
+
 // ---------------------------------------------------------------- entry
 
 function arg(args: string[], name: string, def: number): number {
@@ -358,13 +447,60 @@ function arg(args: string[], name: string, def: number): number {
   return v;
 }
 
-/** Run the benchmark; flags: --sim-engines, --sim-rollouts, --sim-capacity, --sim-budget. */
+/**
+ * Run the benchmark. Flags: --engines (3), --rollouts (96), --capacity (KV tokens per built-in engine, 450),
+ * --sft-steps (120; the policy is SFT'd briefly so it writes tool calls), --sim-engines (64),
+ * --sim-rollouts (16384), --sim-capacity (200000), --sim-budget (8192).
+ */
 export async function run(args: string[]): Promise<object> {
+  const nEngines = arg(args, 'engines', 3);
+  const nRollouts = arg(args, 'rollouts', 96);
+  const capacity = arg(args, 'capacity', 450);
+  const sftSteps = arg(args, 'sft-steps', 120);
   const simEngines = arg(args, 'sim-engines', 64);
   const simRollouts = arg(args, 'sim-rollouts', 16_384);
   const simCapacity = arg(args, 'sim-capacity', 200_000);
   const simBudget = arg(args, 'sim-budget', 8192);
-  const lat: LatencyModel = { baseMs: 12, perSeqMs: 0.15, perKvTokenMs: 0.00002, prefillPerTokenMs: 0.02 };
+
+  const tmp = mkdtempSync(join(tmpdir(), 'rstar-bench-sched-'));
+  const sandbox = new SandboxPool({ workers: 2 });
+  await sandbox.start();
+  let engines: BuiltinEngine[] = [];
+  const real: Record<string, RealResult> = {};
+  let lat: LatencyModel;
+  try {
+    process.stderr.write(`SFT of the tiny policy (${sftSteps} steps) so that it writes tool calls...\n`);
+    const sft = await runSft({ preset: 'smoke', steps: sftSteps, trainSize: 256, heldOutSize: 4, outDir: join(tmp, 'ckpt'), seed: 3, execute: (q) => sandbox.execute(q) });
+    const tokenizer = sft.model.tokenizer;
+    const context = sft.model.config.context;
+    sft.model.dispose();
+    engines = await Promise.all(Array.from({ length: nEngines }, (_, i) => startBuiltinEngine({ port: 0, checkpointDir: join(tmp, 'ckpt'), kvCapacityTokens: capacity, seed: 20 + i, batchWindowMs: 2 })));
+    lat = await calibrate(engines[0], tokenizer);
+    process.stderr.write(`calibrated latency model: ${JSON.stringify(lat)}\n`);
+    // Skewed mix as in agentic RL: most rollouts short (small budget, 1-2 turns), a tail long (large budget, more turns).
+    const rand = prng(11);
+    const problems = generateTasks({ seed: 5, n: 16 }).map((t) => t.problem);
+    const specs: RolloutSpec[] = Array.from({ length: nRollouts }, (_, i) => {
+      const long = rand() < 0.25;
+      const prompt = tokenizer.encode(renderPrompt(problems[i % problems.length], { compact: true })).length;
+      return {
+        rolloutId: `bench:${i}`,
+        problem: problems[i % problems.length],
+        sampling: { temperature: long ? 1 : 0.3, topP: 1, seed: i },
+        budget: { maxTokens: long ? context - prompt : Math.min(48, context - prompt), maxTurns: long ? 6 : 2 },
+        compactPrompt: true,
+      };
+    });
+    for (const policy of ['kv-budget', 'least-requests', 'round-robin'] as const) {
+      real[policy] = await realRun(policy, { engines, capacity, specs, tokenizer, sandbox });
+      process.stderr.write(`real ${policy}: ${JSON.stringify(real[policy])}\n`);
+    }
+  } finally {
+    await Promise.all(engines.map((e) => e.close().catch(() => undefined)));
+    await sandbox.close();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+
   const workload = makeWorkload(simRollouts, { budget: simBudget, prompt: 300, maxTurns: 10, genMedian: 450, seed: 7 });
   const sim: Record<string, SimResult> = {};
   for (const policy of ['kv-budget', 'least-requests', 'round-robin'] as const) {
@@ -374,7 +510,12 @@ export async function run(args: string[]): Promise<object> {
   }
   return {
     bench: 'scheduler',
+    makespan_ratio_kv_vs_least_requests: real['kv-budget'].makespanS / real['least-requests'].makespanS,
+    makespan_ratio_kv_vs_round_robin: real['kv-budget'].makespanS / real['round-robin'].makespanS,
+    kv_overflows: real['kv-budget'].kvOverflows + sim['kv-budget'].kvOverflows,
     sim_makespan_ratio_kv_vs_least_requests: sim['kv-budget'].makespanS / sim['least-requests'].makespanS,
+    real,
     sim,
+    latency_model: lat,
   };
 }

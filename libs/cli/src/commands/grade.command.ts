@@ -1,4 +1,4 @@
-import { gradeJsonLine, SympySandboxBackend, type SymbolicBackend } from '@rstar/grader';
+import { gradeJsonLine, SympySandboxBackend, warmUp, type SymbolicBackend } from '@rstar/grader';
 import { SandboxPool } from '@rstar/sandbox';
 import type { Command } from 'commander';
 import { createReadStream } from 'node:fs';
@@ -19,6 +19,7 @@ export function register(program: Command): void {
     .action(async (file: string | undefined, opts: { symbolic?: boolean; timeoutMs: string }) => {
       const timeoutMs = Number(opts.timeoutMs);
       if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new Error('--timeout-ms must be a positive number of milliseconds');
+      warmUp();
       let pool: SandboxPool | null = null;
       let symbolic: SymbolicBackend | undefined;
       if (opts.symbolic) {

@@ -19,7 +19,7 @@ export function register(program: Command): void {
     .option('--config <file>', 'YAML run config (wins over --preset)')
     .option('--out <dir>', 'run folder (default runs/<runId>); the report goes to <dir>/report')
     .option('--remote <natsUrl>', 'submit the run to running services over NATS instead of running it here')
-    .option('--resume <runId>', 'resume a run of the archive (needs RSTAR_DATABASE_URL or the same --out PGlite folder)')
+    .option('--resume <runId>', 'resume run RUN from its archive (standalone: runs/<RUN>/events, or the same --out folder)')
     .option('--validate', 'validate the config and exit')
     .action(async (o: { preset: string; config?: string; out?: string; remote?: string; resume?: string; validate?: boolean }) => {
       const { config, source } = loadRunConfig({ preset: o.preset, file: o.config });
@@ -34,7 +34,7 @@ export function register(program: Command): void {
       }
       const printer = new ProgressPrinter();
       try {
-        const r = await runTraining(config, { runId: o.resume, outDir: o.out, onProgress: printer.onProgress });
+        const r = await runTraining(config, { runId: o.resume, resume: !!o.resume, outDir: o.out, onProgress: printer.onProgress });
         printer.end();
         const files = writeRunReport(join(r.outDir, 'report'), r);
         const s = r.seconds;

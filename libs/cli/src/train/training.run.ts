@@ -1,17 +1,20 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { ids, type RunConfig } from '@rstar/contracts';
+import { existsSync } from 'node:fs';
+import { ids, parseRunConfig, type RunConfig } from '@rstar/contracts';
 import { connectRuntime, type Runtime } from '@rstar/messaging';
-import { OptimizationHandler, totalSteps } from '@rstar/optimization';
-import { PolicyModel, runSft, type SftProgress } from '@rstar/policy';
+import { OptimizationHandler, resumePoint, totalSteps } from '@rstar/optimization';
+import { renderPrompt } from '@rstar/agent';
+import type { Prompt } from '@rstar/optimization';
+import { PolicyModel, Tokenizer, runSft, type SftProgress } from '@rstar/policy';
 import { EnginePool, PolicyServingHandler, createEngines } from '@rstar/policy-serving';
 import { ResamplingHandler } from '@rstar/resampling';
 import { SandboxPool } from '@rstar/sandbox';
 import { AnswerRewardHandler } from './answer-reward.handler';
 import { startLocalBuiltinEngine, type LocalEngine } from './builtin-engine.server';
-import { resamplingEventSource, runEventSource } from './event-store.sources';
+import { readRunEvents, resamplingEventSource, runEventSource } from './event-store.sources';
 import { evaluatePassAt1, poolToolExecutor, type PassAt1Report } from './pass-at-1.evaluator';
-import { runPrompts } from './prompt.sources';
+import { ListPromptSource, runPrompts } from './prompt.sources';
 import { REPO_ROOT, resolveDataPath } from './run-config.loader';
 import { SandboxToolHandler } from './sandbox-tool.handler';
 import { StagedBuiltinTrainer } from './staged.trainer';
@@ -37,6 +40,12 @@ export type TrainProgress =
 export interface TrainingOptions {
   /** Run id (default: a new UUIDv7). */
   runId?: string;
+  /**
+   * Resume run `runId` from the archive (standalone: the PGlite folder `<outDir>/events`, so pass the same
+   * `outDir`): its config comes from its `RunStarted`, the weights from its latest `PolicyUpdated` (or its SFT
+   * checkpoint), and the step driver goes on at the next step. pass@1 before RL is not re-measured.
+   */
+  resume?: boolean;
   /** Run folder (checkpoints, report); default `<repo>/runs/<runId>`. */
   outDir?: string;
   /** Bus + archive to use; default `connectRuntime()` (standalone unless RSTAR_NATS_URL is set), closed at the end. */
@@ -72,6 +81,21 @@ export interface TrainingResult {
   seconds: { sft: number; evalBefore: number; rl: number; evalAfter: number; total: number };
 }
 
+/**
+ * Drop prompts the built-in policy cannot serve: rendered prompt (compact template, default tokenizer)
+ * plus the largest response budget must fit in `policy.model.context`.
+ */
+function promptsThatFit(config: RunConfig, train: readonly Prompt[], heldOut: readonly Prompt[]): { train: ListPromptSource; heldOut: Prompt[]; skipped: number } {
+  const tok = new Tokenizer();
+  const budget = Math.max(config.eval.maxResponseTokens, ...config.stages.map((s) => s.maxResponseTokens));
+  const fits = (p: Prompt) => tok.encode(renderPrompt(p.problem, { compact: true })).length + budget <= config.policy.model.context;
+  const t = train.filter(fits);
+  const h = heldOut.filter(fits);
+  if (t.length === 0) throw new RunRefusedError(`no training prompt fits policy.model.context ${config.policy.model.context} with a response budget of ${budget} tokens (raise policy.model.context)`, 'policy.model.context');
+  if (h.length === 0 && heldOut.length > 0) throw new RunRefusedError(`no held-out prompt fits policy.model.context ${config.policy.model.context} (raise policy.model.context)`, 'policy.model.context');
+  return { train: new ListPromptSource(t), heldOut: h, skipped: train.length - t.length + heldOut.length - h.length };
+}
+
 const since = (t: number) => (Date.now() - t) / 1000;
 
 async function waitFor(cond: () => boolean, what: string, timeoutMs: number): Promise<void> {
@@ -93,7 +117,7 @@ async function waitFor(cond: () => boolean, what: string, timeoutMs: number): Pr
  * @throws RunRefusedError for `validateOnly` configs or an external policy/trainer; errors of any stage.
  */
 export async function runTraining(input: RunConfig, opts: TrainingOptions = {}): Promise<TrainingResult> {
-  const config: RunConfig = opts.rocOverride === undefined ? input : { ...input, roc: { ...input.roc, enabled: opts.rocOverride } };
+  let config: RunConfig = opts.rocOverride === undefined ? input : { ...input, roc: { ...input.roc, enabled: opts.rocOverride } };
   if (config.validateOnly) {
     throw new RunRefusedError(
       `config "${config.name}" is validateOnly: it needs real inference engines and a GPU trainer (it is valid; run it on a cluster with engines configured, or use --preset tiny here)`,
@@ -108,21 +132,38 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
   const runId = opts.runId ?? ids.newRun();
   const outDir = resolve(opts.outDir ?? join(REPO_ROOT, 'runs', runId));
   mkdirSync(outDir, { recursive: true });
-  const { train, heldOut } = runPrompts(config, resolveDataPath);
 
   const sandbox = new SandboxPool({ workers: opts.sandboxWorkers ?? 2, onWarning: (m) => say(`sandbox: ${m}`) });
   await sandbox.start();
   const ownRuntime = !opts.runtime;
-  const runtime = opts.runtime ?? (await connectRuntime());
+  const runtime = opts.runtime ?? (await connectRuntime({ dataDir: join(outDir, 'events') }));
   let engine: LocalEngine | null = null;
   const stops: Array<() => Promise<void>> = [];
   try {
+    let resumeFrom: { checkpoint: string; version: number; freshOptimizer: boolean } | null = null;
+    if (opts.resume) {
+      const archived = await readRunEvents(runtime.store, runId);
+      const started = archived.find((e) => e.type === 'RunStarted');
+      if (!started || started.type !== 'RunStarted') throw new RunRefusedError(`run ${runId} is not in the archive at ${outDir} (pass the --out folder of that run)`, 'resume');
+      config = parseRunConfig(started.data.config);
+      const point = resumePoint(archived);
+      const sftDir = join(outDir, 'checkpoints', 'sft');
+      if (point.policy) resumeFrom = { checkpoint: point.policy.checkpointUri, version: point.policy.version, freshOptimizer: false };
+      else if (existsSync(join(sftDir, 'weights.bin'))) resumeFrom = { checkpoint: sftDir, version: 0, freshOptimizer: true };
+      say(`resuming run ${runId} at step ${point.nextStep}${resumeFrom ? ` from ${resumeFrom.checkpoint}` : ''}`);
+    }
+    const prompts = runPrompts(config, resolveDataPath);
+    const fit = promptsThatFit(config, prompts.train.prompts, prompts.heldOut);
+    if (fit.skipped > 0) say(`skipped ${fit.skipped} prompts whose prompt + response budget exceeds the model context ${config.policy.model.context}`);
+    const { train, heldOut } = fit;
     const tools = poolToolExecutor(sandbox, config.tool.outputChars);
     // --- SFT (or a given checkpoint) ---
     let sft: TrainingResult['sft'] = null;
     let checkpoint: string;
     const tSft = Date.now();
-    if (config.policy.init === 'checkpoint') {
+    if (resumeFrom) {
+      checkpoint = resumeFrom.checkpoint;
+    } else if (config.policy.init === 'checkpoint') {
       if (!config.policy.checkpoint) throw new RunRefusedError('policy.init is "checkpoint" but policy.checkpoint is empty (give a checkpoint directory)', 'policy.checkpoint');
       checkpoint = resolve(REPO_ROOT, config.policy.checkpoint);
     } else {
@@ -153,7 +194,7 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
       seed: config.seed, compactPrompt: true, toolTimeoutMs: config.tool.timeoutMs, toolMemoryMb: config.tool.memoryMb,
     };
     const tEval = Date.now();
-    const passAt1Before = opts.skipEval
+    const passAt1Before = opts.skipEval || resumeFrom
       ? null
       : await evaluatePassAt1(adapters[0], engineModel.tokenizer, tools, heldOut, { ...evalOpts, onProgress: (done, total) => opts.onProgress?.({ phase: 'eval-before', done, total }) });
     const evalBeforeSeconds = since(tEval);
@@ -162,11 +203,11 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
     // --- RL: every handler on one bus ---
     const tRl = Date.now();
     const trainModel = await PolicyModel.load(checkpoint);
-    const trainer = new StagedBuiltinTrainer(trainModel, config, 0, true);
+    const trainer = new StagedBuiltinTrainer(trainModel, config, resumeFrom?.version ?? 0, resumeFrom?.freshOptimizer ?? true);
     const { bus, store } = runtime;
     const enginePool = await EnginePool.create(adapters, config.scheduler);
     const serving = new PolicyServingHandler(bus, {
-      pool: enginePool, tokenizer: engineModel.tokenizer, compactPrompt: true, initialPolicyVersion: 0,
+      pool: enginePool, tokenizer: engineModel.tokenizer, compactPrompt: true, initialPolicyVersion: resumeFrom?.version ?? 0,
       rollout: { toolTimeoutMs: config.tool.timeoutMs, toolMemoryMb: config.tool.memoryMb, maxParallelCalls: config.tool.maxParallelCalls },
       durable: { rollouts: `policy-serving-rollouts-${runId}`, toolResults: `policy-serving-tool-results-${runId}`, policy: `policy-serving-policy-${runId}` },
     });
@@ -179,7 +220,7 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
     }
     const steps = totalSteps(config);
     const records: StepRecord[] = [];
-    trainer.beginStep(0);
+    trainer.beginStep(opts.resume ? resumePoint(await readRunEvents(store, runId)).nextStep : 0);
     const optimization = new OptimizationHandler(bus, {
       config, runId, prompts: train, trainer, engines: [], checkpointDir: join(outDir, 'checkpoints'),
       store: runEventSource(store), mode: runtime.mode, codeVersion: process.env.RSTAR_CODE_VERSION ?? 'dev',
@@ -200,8 +241,12 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
       : await evaluatePassAt1(adapters[0], engineModel.tokenizer, tools, heldOut, { ...evalOpts, onProgress: (done, total) => opts.onProgress?.({ phase: 'eval-after', done, total }) });
     if (passAt1After) say(`pass@1 after RL: ${(passAt1After.passAt1 * 100).toFixed(1)}%`);
     await runtime.flush();
+    // Every step of the run from the archive (a resumed run's report covers the steps before the restart too).
+    const archivedSteps = (await readRunEvents(store, runId, ['StepCompleted']))
+      .flatMap((e) => (e.type === 'StepCompleted' ? [{ step: e.data.step, stage: e.data.stage, metrics: e.data.metrics }] : []))
+      .sort((a, b) => a.step - b.step);
     return {
-      runId, outDir, mode: runtime.mode, config, sft, passAt1Before, passAt1After, steps: records, policyVersion: summary.policyVersion,
+      runId, outDir, mode: runtime.mode, config, sft, passAt1Before, passAt1After, steps: archivedSteps.length >= records.length ? archivedSteps : records, policyVersion: summary.policyVersion,
       seconds: { sft: sftSeconds, evalBefore: evalBeforeSeconds, rl: rlSeconds, evalAfter: since(tAfter), total: since(t0) },
     };
   } finally {

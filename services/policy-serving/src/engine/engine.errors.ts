@@ -44,3 +44,10 @@ export class NoEngineError extends EngineError {
     super('no_engine', message, '');
   }
 }
+
+/** A rollout needs more KV tokens (prompt + budget) than the largest engine holds: it could never run. */
+export class ReservationTooLargeError extends EngineError {
+  constructor(rolloutId: string, tokens: number, largest: number) {
+    super('reservation_too_large', `rollout ${rolloutId} needs ${tokens} KV tokens (prompt + budget) but the largest engine holds ${largest}; lower budget.maxTokens or add KV capacity`, '');
+  }
+}

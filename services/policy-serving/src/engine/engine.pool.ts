@@ -66,30 +66,29 @@ export class EnginePool {
   open(rolloutId: string): PooledSession {
     let moved = false;
     let reserveTokens = 0;
-    const pool = this;
     return {
       rolloutId,
-      engineId: () => pool.scheduler.leaseOf(rolloutId)?.engineId,
-      release: () => pool.release(rolloutId),
-      async generate(req: GenerateRequest): Promise<GenerateResult & { engineId: string }> {
+      engineId: () => this.scheduler.leaseOf(rolloutId)?.engineId,
+      release: () => this.release(rolloutId),
+      generate: async (req: GenerateRequest): Promise<GenerateResult & { engineId: string }> => {
         if (reserveTokens === 0) reserveTokens = req.inputIds.length + req.sampling.maxNewTokens;
         for (;;) {
-          const lease = await pool.lease(rolloutId, reserveTokens, moved);
-          const adapter = pool.byId.get(lease.engineId) as EngineAdapter;
+          const lease = await this.lease(rolloutId, reserveTokens, moved);
+          const adapter = this.byId.get(lease.engineId) as EngineAdapter;
           const ac = new AbortController();
-          const set = pool.inflight.get(lease.engineId) as Set<AbortController>;
+          const set = this.inflight.get(lease.engineId) as Set<AbortController>;
           set.add(ac);
-          pool.scheduler.requestStarted(lease.engineId);
+          this.scheduler.requestStarted(lease.engineId);
           try {
             const res = await adapter.generate(req, ac.signal);
             return { ...res, engineId: lease.engineId };
           } catch (e) {
             if (!(e instanceof EngineUnavailableError) && !ac.signal.aborted) throw e;
-            pool.markDown(lease.engineId, e instanceof Error ? e.message : String(e));
+            this.markDown(lease.engineId, e instanceof Error ? e.message : String(e));
             moved = true;
           } finally {
             set.delete(ac);
-            pool.scheduler.requestEnded(lease.engineId);
+            this.scheduler.requestEnded(lease.engineId);
           }
         }
       },

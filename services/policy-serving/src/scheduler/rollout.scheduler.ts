@@ -1,4 +1,4 @@
-import { NoEngineError } from '../engine/engine.errors';
+import { NoEngineError, ReservationTooLargeError } from '../engine/engine.errors';
 import { pickEngine, type EngineLoad, type SchedulingPolicy } from './engine.picker';
 
 /** A rollout's reservation: it runs every turn on `engineId` and holds `tokens` of its KV cache. */
@@ -61,15 +61,14 @@ export class RolloutScheduler {
   /**
    * Reserve `tokens` (prompt + max response) for a rollout. Returns its lease (the existing one when it
    * has one: sticky), or null when it was queued. `front` queues it ahead of others (resumed rollouts).
-   * @throws NoEngineError under `kv-budget` when `tokens` exceeds every engine's capacity (it could never run).
+   * @throws ReservationTooLargeError under `kv-budget` when `tokens` exceeds every engine's capacity (it could never run).
    */
   acquire(rolloutId: string, tokens: number, front = false): Lease | null {
     const existing = this.leases.get(rolloutId);
     if (existing) return existing;
     if (this.queue.some((q) => q.rolloutId === rolloutId)) return null;
-    if (this.policy === 'kv-budget' && tokens > Math.max(...this.engines.map((e) => e.capacity))) {
-      throw new NoEngineError(`rollout ${rolloutId} needs ${tokens} KV tokens but the largest engine holds ${Math.max(...this.engines.map((e) => e.capacity))}; lower the budget or add capacity`);
-    }
+    const largest = Math.max(...this.engines.map((e) => e.capacity));
+    if (this.policy === 'kv-budget' && tokens > largest) throw new ReservationTooLargeError(rolloutId, tokens, largest);
     // Waiters go first: a newcomer may not overtake the queue unless it is resumed work.
     const lease = front || this.queue.length === 0 ? this.grant(rolloutId, tokens) : null;
     if (lease) return lease;

@@ -59,7 +59,7 @@ describe('RolloutScheduler (kv-budget)', () => {
 
   it('rejects a rollout larger than every engine', () => {
     const s = new RolloutScheduler('kv-budget', [{ id: 'a', capacity: 10 }]);
-    expect(() => s.acquire('r1', 11)).toThrow(expect.objectContaining({ code: 'no_engine' }));
+    expect(() => s.acquire('r1', 11)).toThrow(expect.objectContaining({ code: 'reservation_too_large' }));
   });
 
   it('moves the leases of an engine that went down, ahead of other waiters', () => {

@@ -1,0 +1,198 @@
+import { spawn } from 'node:child_process';
+import { Client } from 'pg';
+import { ids, makeEvent, type RstarEvent } from '@rstar/contracts';
+import { EventStore } from '@rstar/event-store';
+import { Archiver, JetStreamBus } from '@rstar/messaging';
+import { createLogger } from '@rstar/telemetry';
+
+/**
+ * `pnpm bench events [--events N] [--producers P]`: end-to-end events/s (publish on JetStream ->
+ * archived in Postgres by the archiver) for N (default 100,000) events of ~1 KB on the real servers,
+ * and in the same run the ceiling: the raw rate of the archive's `unnest` batch insert
+ * (`EventStore.appendBatch`, batches of 500, two in flight, as the archiver runs them) on the same
+ * events in a fresh table. Producers run as separate processes (as services do), the archiver in this
+ * one. Servers: RSTAR_NATS_URL / RSTAR_DATABASE_URL, else the test servers. Uses a private schema and
+ * stream, dropped at the end.
+ */
+export async function run(args: string[]): Promise<object> {
+  const n = intArg(args, '--events', 100_000);
+  const producers = intArg(args, '--producers', 4);
+  const pgUrl = process.env.RSTAR_DATABASE_URL || process.env.RSTAR_TEST_DATABASE_URL || 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
+  const natsUrl = process.env.RSTAR_NATS_URL || process.env.RSTAR_TEST_NATS_URL || 'nats://127.0.0.1:4222';
+  const tag = `bench${process.pid}${Date.now().toString(36)}`;
+  const quiet = createLogger('bench', { level: 'warn' });
+  const progress = (msg: string) => process.stderr.write(`[events] ${msg}\n`);
+
+  const runId = ids.newRun();
+  const events = makeEvents(runId, n);
+  const avgBytes = Math.round(events.reduce((s, e) => s + JSON.stringify(e).length, 0) / n);
+  progress(`${n} events of ~${avgBytes} bytes, ${producers} producers; NATS ${natsUrl}, Postgres ${pgUrl.replace(/:[^:@/]+@/, ':***@')}`);
+
+  const dropSchemas: string[] = [];
+  try {
+    // Ceiling: the archive insert alone.
+    const ceilingStore = await EventStore.connect({ connectionString: pgUrl, schema: `${tag}_ceiling` });
+    dropSchemas.push(`${tag}_ceiling`);
+    let t0 = performance.now();
+    let next = 0;
+    const appender = async () => {
+      while (next < n) {
+        const i = next;
+        next += 500;
+        await ceilingStore.appendBatch(events.slice(i, i + 500));
+      }
+    };
+    await Promise.all([appender(), appender()]);
+    const ceilingS = (performance.now() - t0) / 1000;
+    const ceiling = n / ceilingS;
+    progress(`ceiling (unnest appendBatch, 500/batch, 2 in flight): ${Math.round(ceiling)} events/s`);
+    await ceilingStore.close();
+
+    // End to end: producers publish on JetStream, the archiver consumes and appends.
+    const store = await EventStore.connect({ connectionString: pgUrl, schema: `${tag}_e2e` });
+    dropSchemas.push(`${tag}_e2e`);
+    const archBus = await JetStreamBus.connect({ servers: natsUrl, stream: tag.toUpperCase(), subjectPrefix: tag, name: 'bench-archiver', logger: quiet });
+    const archiver = new Archiver(archBus, store, { logger: quiet });
+    await archiver.start();
+    let published = 0;
+    const share = Math.ceil(n / producers);
+    const children = await Promise.all(
+      Array.from({ length: producers }, (_, p) =>
+        startProducer({ natsUrl, tag, runId, from: p * share, to: Math.min(n, (p + 1) * share) }, (k) => (published += k)),
+      ),
+    );
+    // The clock starts once every producer is connected and holds its events: process start-up is not measured.
+    t0 = performance.now();
+    const publishing = Promise.all(children.map((c) => c.go()));
+    let lastReport = performance.now();
+    let archived = 0;
+    for (;;) {
+      archived = archiver.stats.archived;
+      if (archived >= n) break;
+      if (performance.now() - lastReport > 2000) {
+        progress(`published ${published}, archived ${archived}`);
+        lastReport = performance.now();
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const e2eS = (performance.now() - t0) / 1000;
+    await publishing;
+    const stored = await store.count(runId);
+    if (stored !== n) throw new Error(`archive holds ${stored} events of the run, expected ${n}`);
+    const eventsPerS = n / e2eS;
+    progress(`end to end: ${Math.round(eventsPerS)} events/s (${e2eS.toFixed(1)} s)`);
+    await archiver.stop();
+    await archBus.jsm.streams.delete(archBus.stream).catch(() => undefined);
+    await archBus.close();
+    await store.close();
+    return {
+      bench: 'events',
+      events_per_s: Math.round(eventsPerS),
+      ceiling_per_s: Math.round(ceiling),
+      ratio: Number((eventsPerS / ceiling).toFixed(3)),
+      events: n,
+      event_bytes: avgBytes,
+      producers,
+    };
+  } finally {
+    const c = new Client({ connectionString: pgUrl });
+    await c.connect();
+    for (const s of dropSchemas) await c.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
+    await c.end();
+  }
+}
+
+function makeEvents(runId: string, n: number, from = 0): RstarEvent[] {
+  const stdout = 'x'.repeat(560);
+  return Array.from({ length: n - from }, (_, k) => {
+    const i = from + k;
+    const rollout = ids.rollout(runId, 0, i % 512, Math.floor(i / 512) % 32);
+    return makeEvent('ToolCallCompleted', {
+      runId,
+      streamId: `rollout-${rollout}`,
+      key: `${rollout}:${i}`,
+      producer: 'bench',
+      data: {
+        callId: ids.toolCall(rollout, i, 0),
+        rolloutId: rollout,
+        turn: i % 10,
+        status: 'ok',
+        stdout,
+        stderr: '',
+        exitCode: 0,
+        signal: null,
+        wallMs: 12.5,
+        cpuMs: 10.1,
+        truncated: false,
+      },
+    });
+  });
+}
+
+function intArg(args: string[], name: string, dflt: number): number {
+  const i = args.indexOf(name);
+  if (i < 0) return dflt;
+  const v = Number(args[i + 1]);
+  if (!Number.isInteger(v) || v < 1) throw new Error(`${name} must be a positive integer, got "${args[i + 1]}"`);
+  return v;
+}
+
+interface ProducerJob {
+  natsUrl: string;
+  tag: string;
+  runId: string;
+  from: number;
+  to: number;
+}
+
+/**
+ * Start a producer process for events [from, to); it connects, builds its events, reports ready, and
+ * publishes when `go()` is called. `onProgress` gets the count of each acked chunk.
+ */
+function startProducer(job: ProducerJob, onProgress: (k: number) => void): Promise<{ go: () => Promise<void> }> {
+  return new Promise((ready, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', __filename], {
+      env: { ...process.env, RSTAR_BENCH_EVENTS_PRODUCER: JSON.stringify(job) },
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    const exited = new Promise<void>((res, rej) =>
+      child.on('exit', (code) => (code === 0 ? res() : rej(new Error(`producer exited with ${code}`)))),
+    );
+    exited.catch(reject);
+    child.stdout!.on('data', (d: Buffer) => {
+      for (const line of d.toString().split('\n').filter(Boolean)) {
+        if (line === 'ready') ready({ go: () => (child.stdin!.end('go\n'), exited) });
+        else onProgress(Number(line));
+      }
+    });
+  });
+}
+
+async function producerMain(job: ProducerJob): Promise<void> {
+  const events = makeEvents(job.runId, job.to, job.from);
+  const bus = await JetStreamBus.connect({
+    servers: job.natsUrl,
+    stream: job.tag.toUpperCase(),
+    subjectPrefix: job.tag,
+    name: `bench-producer-${job.from}`,
+    logger: createLogger('bench-producer', { level: 'warn' }),
+  });
+  process.stdout.write('ready\n');
+  await new Promise<void>((r) => process.stdin.once('data', () => r()));
+  for (let i = 0; i < events.length; i += 1000) {
+    const chunk = events.slice(i, i + 1000);
+    await bus.publish(chunk);
+    process.stdout.write(`${chunk.length}\n`);
+  }
+  await bus.close();
+}
+
+if (process.env.RSTAR_BENCH_EVENTS_PRODUCER) {
+  producerMain(JSON.parse(process.env.RSTAR_BENCH_EVENTS_PRODUCER)).then(
+    () => process.exit(0),
+    (e) => {
+      process.stderr.write(`producer: ${(e as Error).stack}\n`);
+      process.exit(1);
+    },
+  );
+}

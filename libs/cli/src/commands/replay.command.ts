@@ -1,0 +1,215 @@
+import type { Command } from 'commander';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { parseRunConfig, type RstarEvent } from '@rstar/contracts';
+import { PolicyModel } from '@rstar/policy';
+import { EventStore, startEmbeddedPostgres, type EmbeddedPostgres } from '@rstar/event-store';
+import { connectRuntime } from '@rstar/messaging';
+import {
+  formatGroupTable, formatRunSummary, formatStepTable, formatTranscript, formatVerifyReport, groupTable, indexRun, readHistory,
+  rerunStep, rolloutTranscript, runSummary, stepTable, verifyRun, writeHistory, NotInRunError, type RunIndex, type StepRetrainer, type ToolReexecutor,
+} from '@rstar/replay';
+import { REPO_ROOT, SandboxPool } from '@rstar/sandbox';
+import { StagedBuiltinTrainer } from '../train/staged.trainer';
+
+interface SourceOptions {
+  database?: string;
+  dataDir?: string;
+  schema?: string;
+  history?: string;
+}
+
+function intFlag(v: string | undefined, flag: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${flag} must be a non-negative integer, got "${v}"`);
+  return n;
+}
+
+/**
+ * Read every event of `runId`: from `--history FILE` (JSON lines), from Postgres (`--database URL` or
+ * env RSTAR_DATABASE_URL), else from the standalone PGlite folder (`--data-dir`, default
+ * `runs/<RUN>/events` as `rstar train` writes it).
+ */
+async function loadRun(runId: string, o: SourceOptions): Promise<RstarEvent[]> {
+  if (o.history) return readHistory(o.history).filter((e) => e.runId === runId);
+  let embedded: EmbeddedPostgres | null = null;
+  let url = o.database ?? (process.env.RSTAR_DATABASE_URL || undefined);
+  if (!url) {
+    const dir = o.dataDir ?? join(REPO_ROOT, 'runs', runId, 'events');
+    if (!existsSync(dir)) throw new Error(`no archive at ${dir}: pass --data-dir (the run's <out>/events folder), --database URL or --history FILE`);
+    embedded = await startEmbeddedPostgres({ dataDir: dir });
+    url = embedded.url;
+  }
+  const store = await EventStore.connect({ connectionString: url, schema: o.schema });
+  try {
+    const out: RstarEvent[] = [];
+    let page = await store.readRun(runId, { limit: 10_000 });
+    while (page.events.length) {
+      out.push(...page.events);
+      page = await store.readRun(runId, { after: page.last, limit: 10_000 });
+    }
+    return out;
+  } finally {
+    await store.close();
+    await embedded?.close();
+  }
+}
+
+/**
+ * The built-in policy's re-trainer for `verify --retrain`: load the checkpoint the step started from
+ * (the PolicyUpdated of its policy version; for version 0 the run's initial checkpoint: its SFT output
+ * `<run dir>/checkpoints/sft` or `policy.checkpoint`), run the step's one GRPO update on the rebuilt
+ * batch exactly as `rstar train` does (`StagedBuiltinTrainer`, the stage's learning rate), save it to a
+ * temporary directory and return its content hash. Null (skipped) for another trainer or a missing
+ * checkpoint.
+ */
+function builtinRetrainer(ix: RunIndex, runDir: string): StepRetrainer | undefined {
+  const raw = ix.started?.config;
+  if (!raw) return undefined;
+  const config = parseRunConfig(raw);
+  if (config.trainer.kind !== 'builtin') return undefined;
+  const initial = config.policy.init === 'checkpoint' && config.policy.checkpoint ? resolve(REPO_ROOT, config.policy.checkpoint) : join(runDir, 'checkpoints', 'sft');
+  return async ({ step, batch, startCheckpoint }) => {
+    const dir = startCheckpoint?.checkpointUri ?? initial;
+    if (!existsSync(dir)) return null;
+    const model = await PolicyModel.load(dir);
+    const out = mkdtempSync(join(tmpdir(), 'rstar-retrain-'));
+    try {
+      const trainer = new StagedBuiltinTrainer(model, config, startCheckpoint?.version ?? 0, startCheckpoint === null);
+      trainer.beginStep(step);
+      await trainer.trainStep(batch);
+      return { checkpointHash: (await trainer.save(join(out, `step-${step}`))).hash };
+    } finally {
+      model.dispose();
+      rmSync(out, { recursive: true, force: true });
+    }
+  };
+}
+
+function sources(cmd: Command): Command {
+  return cmd
+    .option('--database <url>', 'Postgres archive (default env RSTAR_DATABASE_URL)')
+    .option('--data-dir <dir>', 'standalone PGlite archive (default runs/<RUN>/events)')
+    .option('--schema <name>', 'event-store schema (default rstar)')
+    .option('--history <file>', 'read the events from a JSON-lines history instead of an archive');
+}
+
+/**
+ * `rstar replay show|verify|rerun RUN`: rebuild a recorded run from its events (issue 8).
+ * - `show RUN [--step N] [--group ID] [--rollout ID] [--json]`: run summary and step table; a step's
+ *   group table; a group's table; a rollout's transcript (turns, tool calls with code and output, reward
+ *   and grader rule).
+ * - `verify RUN [--step N] [--no-exec] [--json]`: recompute every deterministic decision with today's
+ *   code (rewards, RoC picks, batch hash, tool outputs); exit code 0 only when nothing deterministic differs.
+ * - `rerun RUN --step N [--nats URL] [--out FILE]`: re-publish the step's inputs under a new run id
+ *   (RunStarted.rerunOf links it) to running services, or write them as JSON lines.
+ * - `export RUN --out FILE`: the run's events as JSON lines.
+ */
+export function register(program: Command): void {
+  const replay = program.command('replay').description('rebuild, verify and re-run recorded runs from the event log');
+
+  sources(replay.command('show').argument('<run>', 'run id'))
+    .description('show a run: summary and steps, or a step, group or rollout')
+    .option('--step <n>', 'one step: its group table')
+    .option('--group <id>', 'one group: rewards, penalties, kept and dropped')
+    .option('--rollout <id>', 'one rollout: its transcript')
+    .option('--json', 'print JSON')
+    .action(async (runId: string, o: SourceOptions & { step?: string; group?: string; rollout?: string; json?: boolean }) => {
+      const step = intFlag(o.step, '--step');
+      const ix = indexRun(await loadRun(runId, o), runId);
+      let view: unknown;
+      let text: string;
+      if (o.rollout) {
+        const t = rolloutTranscript(ix, o.rollout);
+        [view, text] = [t, formatTranscript(t)];
+      } else if (o.group || step !== undefined) {
+        if (o.group && !ix.groups.has(o.group)) throw new NotInRunError('group', o.group, runId, [...ix.groups.keys()]);
+        if (step !== undefined && !ix.steps.some((s) => s.step === step)) throw new NotInRunError('step', step, runId, ix.steps.map((s) => s.step));
+        const rows = groupTable(ix, { step, groupId: o.group });
+        const steps = stepTable(ix).filter((s) => step === undefined || s.step === step);
+        [view, text] = [{ steps, groups: rows }, `${formatStepTable(steps)}\n\n${formatGroupTable(rows)}`];
+      } else {
+        const summary = runSummary(ix);
+        const steps = stepTable(ix);
+        [view, text] = [{ summary, steps }, `${formatRunSummary(summary)}\n\n${formatStepTable(steps)}`];
+      }
+      process.stdout.write((o.json ? JSON.stringify(view, null, 2) : text) + '\n');
+    });
+
+  sources(replay.command('verify').argument('<run>', 'run id'))
+    .description("recompute every deterministic decision with today's code and report each difference")
+    .option('--step <n>', 'only this step')
+    .option('--no-exec', 'do not re-execute tool calls')
+    .option('--retrain', 'built-in policy: re-train each step from its start checkpoint and compare the checkpoint hash')
+    .option('--concurrency <n>', 'rollouts whose tool calls re-run in parallel', '8')
+    .option('--json', 'print the report as JSON')
+    .action(async (runId: string, o: SourceOptions & { step?: string; exec: boolean; retrain?: boolean; concurrency: string; json?: boolean }) => {
+      const step = intFlag(o.step, '--step');
+      const concurrency = intFlag(o.concurrency, '--concurrency') || 1;
+      const events = await loadRun(runId, o);
+      let pool: SandboxPool | null = null;
+      let execute: ToolReexecutor | undefined;
+      if (o.exec) {
+        pool = new SandboxPool({ onWarning: (m) => process.stderr.write(`rstar replay: WARNING: ${m}\n`) });
+        await pool.start();
+        const p = pool;
+        execute = async (c) => {
+          const r = await p.execute({ code: c.code, input: c.input, timeoutMs: c.timeoutMs, memoryMb: c.memoryMb, session: c.session ?? undefined });
+          return { status: r.status, stdout: r.stdout, stderr: r.stderr, truncated: r.truncated };
+        };
+      }
+      try {
+        const ix = indexRun(events, runId);
+        const runDir = o.dataDir ? dirname(resolve(o.dataDir)) : join(REPO_ROOT, 'runs', runId);
+        const retrain = o.retrain ? builtinRetrainer(ix, runDir) : undefined;
+        const report = await verifyRun(ix, { step, execute, concurrency, retrain });
+        process.stdout.write((o.json ? JSON.stringify(report, null, 2) : formatVerifyReport(report)) + '\n');
+        process.exitCode = report.ok ? 0 : 1;
+      } finally {
+        await pool?.close();
+      }
+    });
+
+  sources(replay.command('export').argument('<run>', 'run id'))
+    .description("write a run's events as JSON lines (a history for --history, or a golden fixture)")
+    .requiredOption('--out <file>', 'output file')
+    .action(async (runId: string, o: SourceOptions & { out: string }) => {
+      const events = await loadRun(runId, o);
+      if (events.length === 0) throw new Error(`no events of run ${runId} in the archive`);
+      writeHistory(o.out, events);
+      process.stdout.write(`wrote ${events.length} events of run ${runId} to ${o.out}\n`);
+    });
+
+  sources(replay.command('rerun').argument('<run>', 'run id'))
+    .description("re-publish a recorded step's inputs under a new run id linked to the original")
+    .requiredOption('--step <n>', 'the step to re-run')
+    .option('--nats <url>', 'publish to the running services (default env RSTAR_NATS_URL)')
+    .option('--out <file>', 'write the events as JSON lines instead of publishing')
+    .option('--run-id <id>', 'id of the new run (default: a new UUIDv7)')
+    .option('--stream <name>', 'JetStream stream (default RSTAR)')
+    .option('--subject-prefix <prefix>', 'subject prefix (default rstar)')
+    .action(async (runId: string, o: SourceOptions & { step: string; nats?: string; out?: string; runId?: string; stream?: string; subjectPrefix?: string }) => {
+      const step = intFlag(o.step, '--step')!;
+      const plan = rerunStep(indexRun(await loadRun(runId, o), runId), { step, newRunId: o.runId, mode: o.out ? undefined : 'distributed' });
+      const rollouts = plan.events.length - 2;
+      if (o.out) {
+        writeHistory(o.out, plan.events);
+        process.stdout.write(`rerun ${plan.runId} of ${runId} step ${step}: ${rollouts} RolloutRequested written to ${o.out}\n`);
+        return;
+      }
+      const natsUrl = o.nats ?? (process.env.RSTAR_NATS_URL || undefined);
+      const databaseUrl = o.database ?? (process.env.RSTAR_DATABASE_URL || undefined);
+      if (!natsUrl || !databaseUrl) {
+        throw new Error('rerun publishes to running services: pass --nats URL and --database URL (or set RSTAR_NATS_URL and RSTAR_DATABASE_URL), or --out FILE to write the events');
+      }
+      const runtime = await connectRuntime({ natsUrl, databaseUrl, schema: o.schema, stream: o.stream, subjectPrefix: o.subjectPrefix, archive: false, name: 'rstar-replay' });
+      try {
+        await runtime.bus.publish(plan.events);
+      } finally {
+        await runtime.close();
+      }
+      process.stdout.write(`rerun ${plan.runId} of ${runId} step ${step}: published ${rollouts} RolloutRequested; watch it with \`rstar replay show ${plan.runId}\`\n`);
+    });
+}

@@ -1,0 +1,124 @@
+import { connect } from '@nats-io/transport-node';
+import { makeEvent, streams, type RstarEvent } from '@rstar/contracts';
+import { InProcessBus } from '@rstar/messaging';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startToolExecution, type ToolExecution } from './index';
+
+const NATS_URL = process.env.RSTAR_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
+const SUBJECT = `test.${process.pid}.${Date.now()}.tool.execute`;
+
+let svc: ToolExecution;
+let bus: InProcessBus;
+
+async function post(path: string, body: unknown): Promise<{ status: number; body: any; headers: Headers }> {
+  const r = await fetch(svc.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: r.status, body: await r.json(), headers: r.headers };
+}
+
+beforeAll(async () => {
+  bus = new InProcessBus({ subjectPrefix: `t${process.pid}` });
+  svc = await startToolExecution({
+    pool: { workers: 2, queueLimit: 8, maxima: { timeoutMs: 3000 }, onWarning: () => undefined },
+    natsUrl: NATS_URL,
+    subject: SUBJECT,
+    bus,
+    durable: `tool-exec-test-${process.pid}`,
+  });
+});
+
+afterAll(async () => {
+  await svc?.close();
+  await bus?.close();
+});
+
+describe('tool-execution service', () => {
+  it('POST /v1/execute runs a program', async () => {
+    const r = await post('/v1/execute', { code: 'import sympy as sp\nsp.factorint(360)' });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ status: 'ok', stdout: '{2: 3, 3: 2, 5: 1}\n', exitCode: 0, truncated: false });
+  });
+
+  it('rejects abusive limits with 400 naming the field; clamps huge ones', async () => {
+    for (const [field, v] of [['timeoutMs', 0], ['timeoutMs', -1], ['memoryMb', 0], ['memoryMb', -1]] as const) {
+      const r = await post('/v1/execute', { code: 'import time; time.sleep(3600)', [field]: v });
+      expect(r.status).toBe(400);
+      expect(r.body.message).toMatch(field);
+    }
+    const bad = await post('/v1/execute', { input: 'x' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.field).toBe('code');
+    const clamped = await post('/v1/execute', { code: 'import time; time.sleep(3600)', timeoutMs: 1e9 });
+    expect(clamped.body.status).toBe('timeout');
+    expect(clamped.body.wallMs).toBeLessThan(3000 * 1.2 + 100);
+  });
+
+  it('POST /v1/execute/batch answers in order; invalid items get sandbox_error', async () => {
+    const r = await post('/v1/execute/batch', { requests: [{ code: 'print(1)' }, { code: 5 }, { code: 'print(3)' }] });
+    expect(r.status).toBe(200);
+    expect(r.body.results.map((x: any) => x.status)).toEqual(['ok', 'sandbox_error', 'ok']);
+    expect(r.body.results[2].stdout).toBe('3\n');
+    expect(r.body.results[1].stderr).toMatch(/code/);
+  });
+
+  it('answers overloaded (429 + Retry-After) past the admission queue, never crashes', async () => {
+    const many = await Promise.all(Array.from({ length: 24 }, () => post('/v1/execute', { code: 'import time; time.sleep(0.3)' })));
+    const statuses = many.map((r) => r.body.status);
+    expect(statuses).toContain('overloaded');
+    expect(statuses).toContain('ok');
+    expect(statuses.every((s) => s === 'ok' || s === 'overloaded')).toBe(true);
+    const o = many.find((r) => r.body.status === 'overloaded')!;
+    expect(o.status).toBe(429);
+    expect(o.headers.get('retry-after')).toBe('1');
+    expect((await post('/v1/execute', { code: 'print(2)' })).body.stdout).toBe('2\n');
+  });
+
+  it('GET /health and /metrics report isolation, queue, sessions, latency and statuses', async () => {
+    const h = await (await fetch(svc.url + '/health')).json();
+    expect(h).toMatchObject({ ok: true, isolation: 'bwrap', cgroup: 'v1', intMaxStrDigits: 0 });
+    const m = await (await fetch(svc.url + '/metrics')).text();
+    expect(m).toMatch(/rstar_tool_exec_latency_seconds_bucket\{le="0.05",status="ok"\}/);
+    expect(m).toMatch(/rstar_tool_exec_total\{status="overloaded"\} \d+/);
+    expect(m).toMatch(/rstar_tool_exec_queue_depth \d+/);
+    expect(m).toMatch(/rstar_tool_exec_active_sessions \d+/);
+  });
+
+  it('NATS request/reply on tool.execute with a queue group', async () => {
+    const nc = await connect({ servers: NATS_URL });
+    try {
+      const reply = await nc.request(SUBJECT, JSON.stringify({ code: 'print(6*7)' }), { timeout: 10_000 });
+      expect(JSON.parse(reply.string())).toMatchObject({ status: 'ok', stdout: '42\n' });
+      const bad = await nc.request(SUBJECT, 'not json', { timeout: 10_000 });
+      expect(JSON.parse(bad.string()).status).toBe('sandbox_error');
+    } finally {
+      await nc.close();
+    }
+  });
+
+  it('ToolCallRequested -> ToolCallCompleted, jupyter_code keeps state per rollout', async () => {
+    const done = new Map<string, RstarEvent<'ToolCallCompleted'>>();
+    const sub = await bus.subscribe({
+      durable: `collector-${process.pid}`,
+      types: ['ToolCallCompleted'],
+      handler: async (ev) => {
+        done.set(ev.data.callId, ev);
+      },
+    });
+    const request = (callId: string, turn: number, code: string) =>
+      makeEvent('ToolCallRequested', {
+        runId: 'run-t',
+        streamId: streams.rollout('ro-1'),
+        key: callId,
+        producer: 'test',
+        data: { callId, rolloutId: 'ro-1', turn, tool: 'jupyter_code', code, limits: { timeoutMs: 3000, memoryMb: 256 } },
+      });
+    await bus.publish(request('c1', 0, 'k = 21'));
+    const until = Date.now() + 20_000;
+    while (!done.has('c1') && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    await bus.publish(request('c2', 1, 'k * 2'));
+    while (!done.has('c2') && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    await sub.drain();
+    expect(done.get('c1')?.data.status).toBe('ok');
+    expect(done.get('c2')?.data).toMatchObject({ status: 'ok', stdout: '42\n', sessionReset: false, rolloutId: 'ro-1', turn: 1 });
+    expect(done.get('c2')?.meta.causationId).toBe('ToolCallRequested:c2');
+  });
+});
