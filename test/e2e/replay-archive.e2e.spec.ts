@@ -30,7 +30,7 @@ function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: st
   });
 }
 
-describe('rstar replay against the real archive', () => {
+describe('rstar replay against the real archive', { timeout: 240_000 }, () => {
   let store: EventStore;
   let dir: string;
   beforeAll(async () => {

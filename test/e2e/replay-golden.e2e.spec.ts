@@ -71,6 +71,32 @@ describe('golden run replay', () => {
     expect(report.ok).toBe(false);
   });
 
+  it('re-trains each step from the checkpoint it started from and compares the checkpoint hash', async () => {
+    const starts: Array<[number, number | null]> = [];
+    const report = await verifyRun(events, {
+      retrain: async ({ step, batch, startCheckpoint }) => {
+        starts.push([step, startCheckpoint?.version ?? null]);
+        return step === 0 ? { checkpointHash: '' } : { checkpointHash: `retrained-${batch.hash.slice(0, 8)}` };
+      },
+    });
+    // Step 0 starts from the initial policy (no PolicyUpdated), step 1 from version 1.
+    expect(starts).toEqual([[0, null], [1, 1]]);
+    expect(report.checked.checkpoints).toBe(2);
+    const diffs = report.differences.filter((d) => d.kind === 'checkpoint_hash');
+    expect(diffs).toHaveLength(1);
+    expect(diffs[0]).toMatchObject({ eventId: `StepOptimized:${RUN}:1`, field: 'checkpointHash', step: 1, cause: 'trainer_changed' });
+  });
+
+  it('replays a real standalone `rstar train` run (built-in policy, tiny config) with zero differences', async () => {
+    const real = readHistory(join(__dirname, '../fixtures/golden-run/tiny-standalone.jsonl'));
+    const report = await verifyRun(real);
+    const failures = report.differences.filter((d) => d.deterministic).map(describeDiff);
+    expect(failures, failures.join('\n')).toEqual([]);
+    expect(report.checked.rewards).toBe(16);
+    expect(report.checked.groups).toBe(4);
+    expect(runSummary(indexRun(real))).toMatchObject({ status: 'completed', mode: 'standalone', stepsCompleted: 2, rollouts: 16 });
+  });
+
   it('rebuilds summary, step table, group table and transcripts from the log', () => {
     const ix = indexRun(events);
     const summary = runSummary(ix);

@@ -36,6 +36,8 @@ export class Archiver {
   private sub: Subscription | null = null;
   private buffer: Waiting[] = [];
   private timer: NodeJS.Timeout | null = null;
+  /** The wait timer fired while two appends were in flight: flush when one of them commits. */
+  private due = false;
   private readonly inflight = new Set<Promise<void>>();
   private readonly durable: string;
   private readonly batchSize: number;
@@ -94,11 +96,20 @@ export class Archiver {
     return new Promise<void>((resolve, reject) => {
       this.buffer.push({ event, resolve, reject });
       if (this.buffer.length >= this.batchSize) this.flush();
-      else if (!this.timer) this.timer = setTimeout(() => this.flush(), this.maxWaitMs);
+      else if (!this.timer && !this.due) this.timer = setTimeout(() => this.onTimer(), this.maxWaitMs);
     });
   }
 
+  // Group commit: a partial batch goes out after maxWaitMs only when an append slot is free; otherwise it
+  // keeps filling until an append commits, so batches stay large when the database is the bottleneck.
+  private onTimer(): void {
+    this.timer = null;
+    if (this.inflight.size < 2) this.flush();
+    else this.due = true;
+  }
+
   private flush(): void {
+    this.due = false;
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = null;
@@ -121,7 +132,10 @@ export class Archiver {
         const err = new TransientError(`archive append failed: ${(e as Error).message}`, e);
         batch.forEach((w) => w.reject(err));
       })
-      .finally(() => this.inflight.delete(p));
+      .finally(() => {
+        this.inflight.delete(p);
+        if (this.due && this.buffer.length) this.flush();
+      });
     this.inflight.add(p);
   }
 }

@@ -116,6 +116,10 @@ def leaf_prepare(leaf, memory_mb):
     """Set the leaf's limits for the next call (memory in MiB of new pages, pids incl. threads)."""
     if not leaf:
         return
+    key = (PIDS_MAX, int(memory_mb))
+    if leaf.get("_applied") == key:
+        return  # limits unchanged since the last call in this leaf: skip the cgroupfs writes
+    leaf["_applied"] = key
     v = leaf.get("version")
     if leaf.get("pids"):
         cg_write(leaf["pids"], "pids.max", PIDS_MAX)
@@ -322,11 +326,11 @@ class Capture:
             full = self.head.decode("utf-8", "replace")
             if len(full) <= self.cap:
                 return full, False
-            head, tail = full, ""
+            head, tail = full, full
         else:
             head = self.head.decode("utf-8", "replace")
             tail = self.tail.decode("utf-8", "replace")
-        marker = f"\n...[truncated {self.total} bytes]...\n"
+        marker = f"\n...[output truncated: {self.total} bytes in total]...\n"
         keep = max(0, self.cap - len(marker))
         h = keep - keep // 2
         t = keep // 2

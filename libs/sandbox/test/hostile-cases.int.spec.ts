@@ -162,7 +162,7 @@ describe('hostile cases', () => {
     const r = await run(CASES.H17!.code);
     expect(r).toMatchObject({ status: 'ok', exitCode: 0, truncated: true });
     expect(r.stdout.endsWith('done\n')).toBe(true);
-    expect(r.stdout).toMatch(/truncated 300006 bytes/);
+    expect(r.stdout).toMatch(/output truncated: 300006 bytes in total/);
   });
 
   it('H18 400 kB JSON: truncated=true with head, size and tail ("END")', async () => {

@@ -47,7 +47,7 @@ class Lifecycle implements OnModuleInit, OnApplicationShutdown {
 
 async function bootstrap(): Promise<void> {
   const config = readConfig();
-  const bus = await JetStreamBus.connect({ servers: config.natsUrl, name: 'policy-serving' });
+  const bus = await JetStreamBus.connect({ servers: config.natsUrl, stream: config.stream, subjectPrefix: config.subjectPrefix, name: 'policy-serving' });
   const pool = await EnginePool.create(createEngines(config.engines), config.policy, {
     onEngineState: (id, up, reason) => log.warn(up ? 'engine back in rotation' : 'engine out of rotation', { engineId: id, reason }),
   });

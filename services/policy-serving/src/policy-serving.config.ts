@@ -12,6 +12,9 @@ export class ServiceConfigError extends Error {
 /** policy-serving's settings, from the environment. */
 export interface PolicyServingConfig {
   natsUrl: string;
+  /** JetStream stream and subject prefix (defaults RSTAR, rstar). */
+  stream?: string;
+  subjectPrefix?: string;
   /** Engine specs `kind=url` (see createEngines). */
   engines: string[];
   port: number;
@@ -24,7 +27,8 @@ export interface PolicyServingConfig {
 /**
  * Read RSTAR_NATS_URL (default nats://127.0.0.1:4222), RSTAR_ENGINES (comma-separated `kind=url`,
  * required), PORT (default 3001), RSTAR_SCHEDULER (default kv-budget), RSTAR_COMPACT_PROMPT (1 = the tiny
- * built-in policy's prompt), RSTAR_ROLLOUT_CONCURRENCY (default 256), RSTAR_POLICY_VERSION (default 0).
+ * built-in policy's prompt), RSTAR_ROLLOUT_CONCURRENCY (default 256), RSTAR_POLICY_VERSION (default 0),
+ * RSTAR_STREAM / RSTAR_SUBJECT_PREFIX (JetStream stream and subject prefix; defaults RSTAR / rstar).
  * @throws ServiceConfigError naming the variable.
  */
 export function readConfig(env: NodeJS.ProcessEnv = process.env): PolicyServingConfig {
@@ -40,6 +44,8 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): PolicyServingC
   if (!SCHEDULING_POLICIES.includes(policy)) throw new ServiceConfigError(`RSTAR_SCHEDULER must be one of ${SCHEDULING_POLICIES.join(', ')}, got "${policy}"`, 'RSTAR_SCHEDULER');
   return {
     natsUrl: env.RSTAR_NATS_URL || 'nats://127.0.0.1:4222',
+    stream: env.RSTAR_STREAM || undefined,
+    subjectPrefix: env.RSTAR_SUBJECT_PREFIX || undefined,
     engines,
     port: int('PORT', 3001, 0),
     policy,

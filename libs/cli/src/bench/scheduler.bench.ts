@@ -517,5 +517,8 @@ export async function run(args: string[]): Promise<object> {
     real,
     sim,
     latency_model: lat,
+    notes:
+      'real: built-in engines share this process (one CPU thread), so engines do not compute in parallel; every policy is sticky per rollout in the pool. ' +
+      'sim: least-requests routes each turn (prefix cache lost on a move), kv-budget and round-robin are sticky; kv-budget reserves prompt + full budget.',
   };
 }

@@ -65,7 +65,7 @@ async function loadRun(runId: string, o: SourceOptions): Promise<RstarEvent[]> {
  * temporary directory and return its content hash. Null (skipped) for another trainer or a missing
  * checkpoint.
  */
-function builtinRetrainer(ix: RunIndex, runDir: string): StepRetrainer | undefined {
+export function builtinRetrainer(ix: RunIndex, runDir: string): StepRetrainer | undefined {
   const raw = ix.started?.config;
   if (!raw) return undefined;
   const config = parseRunConfig(raw);

@@ -2,7 +2,7 @@ import { join, resolve } from 'node:path';
 import { makeEvent, parseRunConfig, streams, type RstarEvent } from '@rstar/contracts';
 import type { EventStore } from '@rstar/event-store';
 import type { EventBus } from '@rstar/messaging';
-import { OptimizationHandler, resumePoint, type RunSummary, type WeightSync } from '@rstar/optimization';
+import { OptimizationHandler, resumePoint, type RunSummary } from '@rstar/optimization';
 import { PolicyModel, runSft } from '@rstar/policy';
 import type { EngineAdapter } from '@rstar/policy-serving';
 import { SandboxPool } from '@rstar/sandbox';
@@ -15,7 +15,12 @@ import { StagedBuiltinTrainer } from './staged.trainer';
 export interface LaunchDeps {
   bus: EventBus;
   store: EventStore;
-  /** Every inference engine (policy-serving's engines): each gets the SFT weights before step 0, then every update. */
+  /**
+   * Every inference engine (policy-serving's): each gets the start weights (SFT, or the resumed version)
+   * before the first step. Later updates reach them through policy-serving, which reloads on
+   * `PolicyUpdated` and holds each step's rollouts until their policy version is loaded — so the step
+   * driver is given no engines of its own (one reload per update, not two).
+   */
   engines: readonly EngineAdapter[];
   /** Checkpoints go to `<checkpointRoot>/<runId>/` (a path every engine can read). */
   checkpointRoot: string;
@@ -77,14 +82,13 @@ export async function launchDistributedRun(ev: RstarEvent<'RunStarted'>, deps: L
         await sandbox.close();
       }
     }
-    const syncs: WeightSync[] = deps.engines.map((a) => ({ engineId: a.id, updateWeights: (u) => a.updateWeights(u.checkpointUri) }));
     // The engines serve version `version` from here on (version 0 = the SFT weights).
     await Promise.all(deps.engines.map((a) => a.updateWeights(weights)));
     const model = await PolicyModel.load(weights);
     const trainer = new StagedBuiltinTrainer(model, config, version, !resume.policy);
     trainer.beginStep(resume.nextStep);
     const handler = new OptimizationHandler(deps.bus, {
-      config, runId, prompts: runPrompts(config, resolveDataPath).train, trainer, engines: syncs, checkpointDir: dir,
+      config, runId, prompts: runPrompts(config, resolveDataPath).train, trainer, engines: [], checkpointDir: dir,
       store: runEventSource(deps.store), mode: 'distributed', codeVersion: ev.data.codeVersion,
       onStep: (step, stage, metrics) => {
         trainer.beginStep(step + 1);
