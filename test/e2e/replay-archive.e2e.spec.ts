@@ -62,7 +62,7 @@ describe('rstar replay against the real archive', { timeout: 240_000 }, () => {
     expect(t.code, t.stderr).toBe(0);
     expect(t.stdout).toContain(`=== ${rollout}`);
     expect(t.stdout).toMatch(/\[tool call:.*\] python_code_with_standard_io -> (ok|runtime_error)/);
-    expect(t.stdout).toMatch(/reward [01] \((correct|wrong)\)  rule \w+/);
+    expect(t.stdout).toMatch(/reward [01] \((correct|wrong)\) {2}rule \w+/);
   });
 
   it('verify exits 1 and names the event and field when the recorded history disagrees with today', async () => {

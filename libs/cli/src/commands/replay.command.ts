@@ -128,7 +128,8 @@ export function register(program: Command): void {
         if (o.group && !ix.groups.has(o.group)) throw new NotInRunError('group', o.group, runId, [...ix.groups.keys()]);
         if (step !== undefined && !ix.steps.some((s) => s.step === step)) throw new NotInRunError('step', step, runId, ix.steps.map((s) => s.step));
         const rows = groupTable(ix, { step, groupId: o.group });
-        const steps = stepTable(ix).filter((s) => step === undefined || s.step === step);
+        const only = step ?? (o.group ? ix.groups.get(o.group)!.step : undefined);
+        const steps = stepTable(ix).filter((s) => only === undefined || s.step === only);
         [view, text] = [{ steps, groups: rows }, `${formatStepTable(steps)}\n\n${formatGroupTable(rows)}`];
       } else {
         const summary = runSummary(ix);
