@@ -199,6 +199,26 @@ def reap_all():
     return reaped
 
 
+def own_children():
+    try:
+        with open(f"/proc/self/task/{os.getpid()}/children") as f:
+            return {int(p) for p in f.read().split()}
+    except OSError:
+        return set()
+
+
+def reap_strays(timeout_s=2.0):
+    """Wait until every child except live sessions is reaped: processes a call left behind are
+    re-parented to us (subreaper) and must not linger as zombies after the call returns."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        reap_all()
+        keep = {s["pid"] for s in SESSIONS.values()}
+        if not (own_children() - keep) or time.monotonic() > deadline:
+            return
+        time.sleep(0.002)
+
+
 def kill_tree(leaf, pgid=None):
     """SIGKILL everything of a call: its cgroup leaf (catches new-session children) and its group."""
     if pgid:
@@ -594,7 +614,7 @@ def exec_stateless(req):
     drain_nonblocking([(out_r, outc), (err_r, errc)], req["hardOutputBytes"])
     os.close(out_r)
     os.close(err_r)
-    reap_all()
+    reap_strays()
     ru = status_holder.get("ru")
     cpu_ms = (ru.ru_utime + ru.ru_stime) * 1000.0 if ru else 0.0
     stdout, t1 = outc.text()
@@ -817,7 +837,7 @@ def main():
           "numpy": numpy.__version__, "sympy": sympy.__version__, "scipy": scipy.__version__,
           "intMaxStrDigits": sys.get_int_max_str_digits()})
     while True:
-        r, _, _ = select.select([PROTO_IN], [], [], 5.0)
+        r, _, _ = select.select([PROTO_IN], [], [], 1.0)
         if not r:
             expire_sessions()
             reap_all()

@@ -11,6 +11,8 @@ export interface ToolExecutionHandlerOptions {
   concurrency?: number;
   producer?: string;
   metrics?: ToolExecutionMetrics;
+  /** Characters kept per stream (default: the pool's, 1,000 per PROTOCOL §3). */
+  outputChars?: number;
 }
 
 /**
@@ -44,7 +46,14 @@ export class ToolExecutionHandler {
   async handle(ev: RstarEvent<'ToolCallRequested'>): Promise<void> {
     const d = ev.data;
     const session = d.tool === 'jupyter_code' ? (d.session ?? d.rolloutId) : (d.session ?? undefined);
-    const req = { code: d.code, input: d.input, timeoutMs: d.limits.timeoutMs, memoryMb: d.limits.memoryMb, session };
+    const req = {
+      code: d.code,
+      input: d.input,
+      timeoutMs: d.limits.timeoutMs,
+      memoryMb: d.limits.memoryMb,
+      session,
+      outputChars: this.opts.outputChars,
+    };
     const r = this.opts.metrics ? await executeMeasured(this.pool, this.opts.metrics, req) : await this.pool.execute(req);
     if (r.status === 'overloaded') throw new TransientError(`sandbox overloaded; call ${d.callId} will be retried`);
     await this.bus.publish(

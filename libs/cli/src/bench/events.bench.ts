@@ -6,10 +6,10 @@ import { Archiver, JetStreamBus } from '@rstar/messaging';
 import { createLogger } from '@rstar/telemetry';
 
 /**
- * `pnpm bench events [--events N] [--producers P]`: end-to-end events/s (publish on JetStream ->
+ * `pnpm bench events [--events N] [--producers P] [--batch B]`: end-to-end events/s (publish on JetStream ->
  * archived in Postgres by the archiver) for N (default 100,000) events of ~1 KB on the real servers,
  * and in the same run the ceiling: the raw rate of the archive's `unnest` batch insert
- * (`EventStore.appendBatch`, batches of 500, two in flight, as the archiver runs them) on the same
+ * (`EventStore.appendBatch`, batches of B (default 500, the archiver's), two in flight, as the archiver runs them) on the same
  * events in a fresh table. Producers run as separate processes (as services do), the archiver in this
  * one. Servers: RSTAR_NATS_URL / RSTAR_DATABASE_URL, else the test servers. Uses a private schema and
  * stream, dropped at the end.
@@ -17,6 +17,7 @@ import { createLogger } from '@rstar/telemetry';
 export async function run(args: string[]): Promise<object> {
   const n = intArg(args, '--events', 100_000);
   const producers = intArg(args, '--producers', 4);
+  const batch = intArg(args, '--batch', 500);
   const pgUrl = process.env.RSTAR_DATABASE_URL || process.env.RSTAR_TEST_DATABASE_URL || 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
   const natsUrl = process.env.RSTAR_NATS_URL || process.env.RSTAR_TEST_NATS_URL || 'nats://127.0.0.1:4222';
   const tag = `bench${process.pid}${Date.now().toString(36)}`;
@@ -41,13 +42,13 @@ export async function run(args: string[]): Promise<object> {
       const appender = async () => {
         while (next < n) {
           const i = next;
-          next += 500;
-          await ceilingStore.appendBatch(events.slice(i, i + 500));
+          next += batch;
+          await ceilingStore.appendBatch(events.slice(i, i + batch));
         }
       };
       await Promise.all([appender(), appender()]);
       const rate = n / ((performance.now() - t) / 1000);
-      progress(`ceiling ${label} (unnest appendBatch, 500/batch, 2 in flight): ${Math.round(rate)} events/s`);
+      progress(`ceiling ${label} (unnest appendBatch, ${batch}/batch, 2 in flight): ${Math.round(rate)} events/s`);
       await ceilingStore.close();
       return rate;
     };
@@ -58,7 +59,7 @@ export async function run(args: string[]): Promise<object> {
     const store = await EventStore.connect({ connectionString: pgUrl, schema: `${tag}_e2e` });
     dropSchemas.push(`${tag}_e2e`);
     const archBus = await JetStreamBus.connect({ servers: natsUrl, stream: tag.toUpperCase(), subjectPrefix: tag, name: 'bench-archiver', logger: quiet });
-    const archiver = new Archiver(archBus, store, { logger: quiet });
+    const archiver = new Archiver(archBus, store, { logger: quiet, batchSize: batch });
     await archiver.start();
     let published = 0;
     const share = Math.ceil(n / producers);
@@ -100,6 +101,7 @@ export async function run(args: string[]): Promise<object> {
       events: n,
       event_bytes: avgBytes,
       producers,
+      batch,
     };
   } finally {
     const c = new Client({ connectionString: pgUrl });

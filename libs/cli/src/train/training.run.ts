@@ -82,16 +82,19 @@ export interface TrainingResult {
 }
 
 /**
- * Drop prompts the built-in policy cannot serve: rendered prompt (compact template, default tokenizer)
- * plus the largest response budget must fit in `policy.model.context`.
+ * Drop prompts the built-in policy cannot serve: the rendered prompt (compact template, default tokenizer)
+ * must leave room in `policy.model.context` for min(largest response budget, context / 4) tokens.
  */
 function promptsThatFit(config: RunConfig, train: readonly Prompt[], heldOut: readonly Prompt[]): { train: ListPromptSource; heldOut: Prompt[]; skipped: number } {
   const tok = new Tokenizer();
   const budget = Math.max(config.eval.maxResponseTokens, ...config.stages.map((s) => s.maxResponseTokens));
-  const fits = (p: Prompt) => tok.encode(renderPrompt(p.problem, { compact: true })).length + budget <= config.policy.model.context;
+  // The engine caps each turn at the context window (the rollout then ends truncated), so a prompt only has
+  // to leave a useful share of the window: its budget or a quarter of the context, whichever is smaller.
+  const room = Math.min(budget, Math.floor(config.policy.model.context / 4));
+  const fits = (p: Prompt) => tok.encode(renderPrompt(p.problem, { compact: true })).length + room <= config.policy.model.context;
   const t = train.filter(fits);
   const h = heldOut.filter(fits);
-  if (t.length === 0) throw new RunRefusedError(`no training prompt fits policy.model.context ${config.policy.model.context} with a response budget of ${budget} tokens (raise policy.model.context)`, 'policy.model.context');
+  if (t.length === 0) throw new RunRefusedError(`no training prompt fits policy.model.context ${config.policy.model.context} leaving ${room} tokens for the response (raise policy.model.context)`, 'policy.model.context');
   if (h.length === 0 && heldOut.length > 0) throw new RunRefusedError(`no held-out prompt fits policy.model.context ${config.policy.model.context} (raise policy.model.context)`, 'policy.model.context');
   return { train: new ListPromptSource(t), heldOut: h, skipped: train.length - t.length + heldOut.length - h.length };
 }
