@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { join } from 'node:path';
 
 /** One cgroup leaf: its directory per controller (null where that controller is unavailable). */
@@ -159,10 +160,63 @@ export class CgroupManager {
     for (const d of w.dirs) rmdirRetry(d);
   }
 
+  /**
+   * Remove what pools of processes that died without `close()` left here: sibling
+   * `rstar-sbx-<pid>-<n>` cgroups whose pid is gone (their processes are killed first).
+   */
+  sweepStale(): number {
+    let removed = 0;
+    for (const b of new Set([this.bases.memory, this.bases.pids])) {
+      if (!b) continue;
+      const parent = dirname(b);
+      for (const name of readdirSync(parent)) {
+        const m = /^rstar-sbx-(\d+)-\d+$/.exec(name);
+        if (!m || pidAlive(Number(m[1]))) continue;
+        removeTree(join(parent, name));
+        removed++;
+      }
+    }
+    return removed;
+  }
+
   /** Remove the pool's base directories. */
   destroy(): void {
     for (const b of new Set([this.bases.memory, this.bases.pids])) if (b) rmdirRetry(b);
   }
+}
+
+/** True when a process with this pid exists. */
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Kill every process of a cgroup subtree and remove its directories, deepest first. */
+function removeTree(dir: string): void {
+  let subdirs: string[] = [];
+  try {
+    subdirs = readdirSync(dir).filter((n) => statSync(join(dir, n)).isDirectory());
+  } catch {
+    return;
+  }
+  for (const d of subdirs) removeTree(join(dir, d));
+  try {
+    for (const p of readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n'))
+      if (p.trim()) {
+        try {
+          process.kill(Number(p), 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
+  } catch {
+    /* not a cgroup */
+  }
+  rmdirRetry(dir);
 }
 
 function rmdirRetry(d: string): void {

@@ -1,8 +1,8 @@
 import { cpus, tmpdir } from 'node:os';
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { bwrapUsable, sandboxEnv } from './bwrap.args';
-import { CgroupManager, type WorkerCgroups } from './cgroup.manager';
+import { CgroupManager, pidAlive, type WorkerCgroups } from './cgroup.manager';
 import { DEFAULT_LIMITS, DEFAULT_MAXIMA, resolveRequest, type ResolvedRequest } from './exec-request.validator';
 import { inspectPython, resolvePython, ZYGOTE_PATH } from './python.resolver';
 import { InvalidRequestError, IsolationUnavailableError, PoolNotRunningError } from './sandbox.errors';
@@ -104,6 +104,11 @@ export class SandboxPool {
     } else warn('NO SANDBOX ISOLATION: isolation "none" was requested; programs run with rlimits only.');
     this.cg = CgroupManager.create(this.tag);
     if (this.cg.reason) warn(`cgroups: ${this.cg.reason}; ${this.cg.version ? 'partial limits' : 'memory and process limits fall back to rlimits (RLIMIT_AS), no fork-bomb cap'}`);
+    this.cg.sweepStale();
+    for (const name of readdirSync(tmpdir())) {
+      const m = /^rstar-sbx-(\d+)-\d+$/.exec(name);
+      if (m && !pidAlive(Number(m[1]))) rmSync(join(tmpdir(), name), { recursive: true, force: true });
+    }
     this.hostWorkRoot = join(tmpdir(), this.tag);
     mkdirSync(this.hostWorkRoot, { recursive: true });
     this.workers = [];

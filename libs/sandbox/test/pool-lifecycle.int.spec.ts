@@ -1,4 +1,7 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxPool } from '../src';
 import { waitFor } from './process-probe';
@@ -55,6 +58,24 @@ describe('pool lifecycle', () => {
     await pool.endSession('end-me');
     const r = await pool.execute({ code: 'print("q" in globals())', session: 'end-me' });
     expect(r.stdout).toBe('False\n');
+  });
+
+  it('start() sweeps cgroups and temp dirs left by pools of processes that died without close()', async () => {
+    const deadPid = Number(execFileSync('sh', ['-c', 'echo $$'], { encoding: 'utf8' }).trim());
+    const own = /^\d+:pids:(.*)$/m.exec(readFileSync('/proc/self/cgroup', 'utf8'))?.[1] ?? '/';
+    const stale = join('/sys/fs/cgroup/pids', own, `rstar-sbx-${deadPid}-1`);
+    const staleTmp = join(tmpdir(), `rstar-sbx-${deadPid}-1`);
+    mkdirSync(join(stale, 'w0'), { recursive: true });
+    mkdirSync(join(staleTmp, 'w0'), { recursive: true });
+    writeFileSync(join(staleTmp, 'w0', 'left.txt'), 'x');
+    const p = new SandboxPool({ workers: 1, onWarning: () => undefined });
+    await p.start();
+    try {
+      expect(existsSync(stale)).toBe(false);
+      expect(existsSync(staleTmp)).toBe(false);
+    } finally {
+      await p.close();
+    }
   });
 
   it('a closed pool answers sandbox_error instead of throwing', async () => {
