@@ -5,17 +5,15 @@ import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseRunConfig, type RstarEvent } from '@rstar/contracts';
 import { connectRuntime, JetStreamBus, type Runtime } from '@rstar/messaging';
-import { PolicyModel } from '@rstar/policy';
-import { EnginePool, PolicyServingHandler, createEngines } from '@rstar/policy-serving';
+import { EnginePool, PolicyServingHandler, createEngines, startBuiltinEngine, type BuiltinEngine } from '@rstar/policy-serving';
 import { ResamplingHandler } from '@rstar/resampling';
+import { RewardGradingHandler } from '@rstar/reward-grading';
+import { ToolExecutionHandler } from '@rstar/tool-execution';
 import { SandboxPool } from '@rstar/sandbox';
-import { AnswerRewardHandler } from '../../libs/cli/src/train/answer-reward.handler';
 import { rebuildStepBatch } from '../../libs/cli/src/train/batch.rebuild';
-import { startLocalBuiltinEngine, type LocalEngine } from '../../libs/cli/src/train/builtin-engine.server';
 import { readRunEvents, resamplingEventSource } from '../../libs/cli/src/train/event-store.sources';
 import { submitRemoteRun } from '../../libs/cli/src/train/remote.submit';
 import { RunStartConsumer } from '../../libs/cli/src/train/run-start.consumer';
-import { SandboxToolHandler } from '../../libs/cli/src/train/sandbox-tool.handler';
 
 const NATS_URL = process.env.RSTAR_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
@@ -27,7 +25,7 @@ describe.skipIf(!existsSync(join(FIXTURE_CKPT, 'weights.bin')))('rstar train --r
   const tag = `train_dist_${process.pid}_${Date.now()}`;
   let runtime: Runtime;
   let sandbox: SandboxPool;
-  let engine: LocalEngine;
+  let engine: BuiltinEngine;
   let out: string;
   let runId: string;
   let events: RstarEvent[];
@@ -40,12 +38,12 @@ describe.skipIf(!existsSync(join(FIXTURE_CKPT, 'weights.bin')))('rstar train --r
     const { bus, store } = runtime;
     sandbox = new SandboxPool({ workers: 1 });
     await sandbox.start();
-    const model = await PolicyModel.load(FIXTURE_CKPT);
-    engine = await startLocalBuiltinEngine(model);
+    engine = await startBuiltinEngine({ port: 0, host: '127.0.0.1', checkpointDir: FIXTURE_CKPT, kvCapacityTokens: 160 * 64 });
+    const model = engine.model;
     const adapters = createEngines([`builtin=${engine.url}`]);
     const handlers = [
-      new SandboxToolHandler(bus, sandbox),
-      new AnswerRewardHandler(bus),
+      new ToolExecutionHandler(bus, sandbox),
+      new RewardGradingHandler(bus),
       new ResamplingHandler(bus, { store: resamplingEventSource(store, 'none') }),
       new PolicyServingHandler(bus, { pool: await EnginePool.create(adapters), tokenizer: model.tokenizer, compactPrompt: true }),
       new RunStartConsumer(bus, store, { engines: adapters, checkpointRoot: out }),
@@ -90,6 +88,7 @@ describe.skipIf(!existsSync(join(FIXTURE_CKPT, 'weights.bin')))('rstar train --r
     const optimized = events.filter((e): e is RstarEvent<'StepOptimized'> => e.type === 'StepOptimized');
     expect(optimized.length).toBeGreaterThan(0);
     for (const o of optimized) expect(rebuildStepBatch(events, o.data.step).hash).toBe(o.data.batchHash);
-    expect(engine.updates).toBe(1 + optimized.length);
+    // The engine serves the last update's weights.
+    expect(engine.model.hash).toBe(optimized.at(-1)!.data.checkpointHash);
   });
 });

@@ -14,6 +14,5 @@ export { loadRunConfig, presetNames, resolveDataPath, ConfigNotFoundError, REPO_
 export { runPrompts, readJsonlDataset, taskPrompts, ListPromptSource, DatasetError } from './train/prompt.sources';
 export { readRunEvents, runEventSource, resamplingEventSource } from './train/event-store.sources';
 export { StagedBuiltinTrainer } from './train/staged.trainer';
-export { startLocalBuiltinEngine, type LocalEngine, type LocalEngineOptions } from './train/builtin-engine.server';
 export { writeRunReport, metricsCsv } from './report/run.report';
 export { lineChartSvg, type PlotSeries } from './report/svg.plot';

@@ -1,8 +1,6 @@
 import { resolve } from 'node:path';
-import { PolicyModel } from '@rstar/policy';
-import { createEngines } from '@rstar/policy-serving';
+import { createEngines, startBuiltinEngine } from '@rstar/policy-serving';
 import { SandboxPool } from '@rstar/sandbox';
-import { startLocalBuiltinEngine } from './builtin-engine.server';
 import { evaluatePassAt1, poolToolExecutor, type PassAt1Report } from './pass-at-1.evaluator';
 import { readJsonlDataset, taskPrompts } from './prompt.sources';
 
@@ -31,8 +29,8 @@ export interface CheckpointEvalOptions {
 export async function evaluateCheckpoint(o: CheckpointEvalOptions): Promise<PassAt1Report & { checkpoint: string; dataset: string }> {
   const samples = o.samples ?? 1;
   const prompts = o.dataset === 'tasks' ? taskPrompts(o.seed ?? 1, 2, o.limit ?? 64) : readJsonlDataset(resolve(o.dataset)).slice(0, o.limit);
-  const model = await PolicyModel.load(resolve(o.checkpoint));
-  const engine = await startLocalBuiltinEngine(model);
+  const engine = await startBuiltinEngine({ port: 0, host: '127.0.0.1', checkpointDir: resolve(o.checkpoint), kvCapacityTokens: 1 << 20 });
+  const model = engine.model;
   const sandbox = new SandboxPool({ workers: 2 });
   await sandbox.start();
   try {
@@ -46,6 +44,5 @@ export async function evaluateCheckpoint(o: CheckpointEvalOptions): Promise<Pass
   } finally {
     await engine.close();
     await sandbox.close();
-    model.dispose();
   }
 }

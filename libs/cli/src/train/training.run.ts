@@ -7,16 +7,15 @@ import { OptimizationHandler, resumePoint, totalSteps } from '@rstar/optimizatio
 import { renderPrompt } from '@rstar/agent';
 import type { Prompt } from '@rstar/optimization';
 import { PolicyModel, Tokenizer, runSft, type SftProgress } from '@rstar/policy';
-import { EnginePool, PolicyServingHandler, createEngines } from '@rstar/policy-serving';
+import { EnginePool, PolicyServingHandler, createEngines, startBuiltinEngine, type BuiltinEngine } from '@rstar/policy-serving';
 import { ResamplingHandler } from '@rstar/resampling';
+import { RewardGradingHandler } from '@rstar/reward-grading';
+import { ToolExecutionHandler } from '@rstar/tool-execution';
 import { SandboxPool } from '@rstar/sandbox';
-import { AnswerRewardHandler } from './answer-reward.handler';
-import { startLocalBuiltinEngine, type LocalEngine } from './builtin-engine.server';
 import { readRunEvents, resamplingEventSource, runEventSource } from './event-store.sources';
 import { evaluatePassAt1, poolToolExecutor, type PassAt1Report } from './pass-at-1.evaluator';
 import { ListPromptSource, runPrompts } from './prompt.sources';
 import { REPO_ROOT, resolveDataPath } from './run-config.loader';
-import { SandboxToolHandler } from './sandbox-tool.handler';
 import { StagedBuiltinTrainer } from './staged.trainer';
 
 /** A config `rstar train` will not run here (e.g. a 14B preset marked `validateOnly`). */
@@ -140,7 +139,7 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
   await sandbox.start();
   const ownRuntime = !opts.runtime;
   const runtime = opts.runtime ?? (await connectRuntime({ dataDir: join(outDir, 'events') }));
-  let engine: LocalEngine | null = null;
+  let engine: BuiltinEngine | null = null;
   const stops: Array<() => Promise<void>> = [];
   try {
     let resumeFrom: { checkpoint: string; version: number; freshOptimizer: boolean } | null = null;
@@ -189,8 +188,8 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
     const sftSeconds = since(tSft);
 
     // --- the engine: the built-in policy behind SGLang's API, driven through the SGLang adapter ---
-    const engineModel = await PolicyModel.load(checkpoint);
-    engine = await startLocalBuiltinEngine(engineModel);
+    engine = await startBuiltinEngine({ port: 0, host: '127.0.0.1', checkpointDir: checkpoint, kvCapacityTokens: config.policy.model.context * 64 });
+    const engineModel = engine.model;
     const adapters = createEngines([`builtin=${engine.url}`]);
     const evalOpts = {
       samples: config.eval.samples, temperature: config.eval.temperature, maxTurns: config.eval.maxTurns, maxResponseTokens: config.eval.maxResponseTokens,
@@ -214,8 +213,8 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
       rollout: { toolTimeoutMs: config.tool.timeoutMs, toolMemoryMb: config.tool.memoryMb, maxParallelCalls: config.tool.maxParallelCalls },
       durable: { rollouts: `policy-serving-rollouts-${runId}`, toolResults: `policy-serving-tool-results-${runId}`, policy: `policy-serving-policy-${runId}` },
     });
-    const toolHandler = new SandboxToolHandler(bus, sandbox, { outputChars: config.tool.outputChars, durable: `tool-execution-${runId}` });
-    const reward = new AnswerRewardHandler(bus, { durable: `reward-grading-${runId}` });
+    const toolHandler = new ToolExecutionHandler(bus, sandbox, { outputChars: config.tool.outputChars, durable: `tool-execution-${runId}` });
+    const reward = new RewardGradingHandler(bus, { durable: `reward-grading-${runId}` });
     const resampling = new ResamplingHandler(bus, { store: resamplingEventSource(store, runId), durable: `resampling-${runId}` });
     for (const h of [toolHandler, reward, resampling, serving]) {
       await h.start();
