@@ -15,14 +15,17 @@ function suite(
   name: string,
   setup: () => Promise<{ url: string; schema: string; close: () => Promise<void> }>,
   concurrentTransactions: boolean,
+  appendMethod: 'auto' | 'unnest' | 'copy',
+  expectedMethod: 'unnest' | 'copy',
 ) {
   describe(`EventStore on ${name}`, () => {
     let store: EventStore;
     let env: { url: string; schema: string; close: () => Promise<void> };
     beforeAll(async () => {
       env = await setup();
-      store = await EventStore.connect({ connectionString: env.url, schema: env.schema, maxConnections: 4 });
+      store = await EventStore.connect({ connectionString: env.url, schema: env.schema, maxConnections: 4, appendMethod });
       await store.migrate(); // idempotent
+      expect(store.appendMethod).toBe(expectedMethod);
     });
     afterAll(async () => {
       await store?.close();
@@ -97,8 +100,8 @@ function suite(
   });
 }
 
-suite('Postgres', async () => {
-  const schema = `es_test_${process.pid}_${Date.now().toString(36)}`;
+const pgSetup = (tag: string) => async () => {
+  const schema = `es_${tag}_${process.pid}_${Date.now().toString(36)}`;
   return {
     url: PG_URL,
     schema,
@@ -109,9 +112,56 @@ suite('Postgres', async () => {
       await c.end();
     },
   };
-}, true);
+};
+
+suite('Postgres, unnest appends', pgSetup('test'), true, 'unnest', 'unnest');
+suite('Postgres, COPY appends (auto)', pgSetup('copy'), true, 'auto', 'copy');
 
 suite('PGlite (pglite-socket)', async () => {
   const pg: EmbeddedPostgres = await startEmbeddedPostgres();
   return { url: pg.url, schema: 'rstar', close: () => pg.close() };
-}, false);
+}, false, 'auto', 'unnest');
+
+describe('EventStore COPY appends', () => {
+  it('escapes COPY delimiters in ids and payloads and round-trips them', async () => {
+    const schema = `es_copyesc_${process.pid}_${Date.now().toString(36)}`;
+    const store = await EventStore.connect({ connectionString: PG_URL, schema, appendMethod: 'copy' });
+    try {
+      const nasty = 'tab\there\nnewline\\back\\slash \\N';
+      const e = makeEvent('RunFailed', { runId: 'r\tx', streamId: 's\\q', key: 'k\n1', producer: 't', data: { error: `a\tb\nc\\d\re ${nasty}`, step: 1 } });
+      expect(await store.appendBatch([e, e])).toEqual({ appended: 1, duplicates: 1 });
+      const [got] = await store.readStream(e.streamId);
+      expect(got.id).toBe(e.id);
+      expect(got.runId).toBe(e.runId);
+      expect(got.type === 'RunFailed' && got.data.error).toBe(e.type === 'RunFailed' && e.data.error);
+    } finally {
+      await store.close();
+      const c = new Client({ connectionString: PG_URL });
+      await c.connect();
+      await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await c.end();
+    }
+  });
+
+  it('falls back to unnest when an id collides across streams', async () => {
+    const schema = `es_copycol_${process.pid}_${Date.now().toString(36)}`;
+    const store = await EventStore.connect({ connectionString: PG_URL, schema, appendMethod: 'copy' });
+    try {
+      const a = ev('r9', 's-one', 1);
+      const forged = { ...ev('r9', 's-two', 1), id: a.id } as RstarEvent;
+      const [r1, r2] = await Promise.all([store.appendBatch([a]), store.appendBatch([forged, ev('r9', 's-two', 2)])]);
+      expect(r1.appended + r2.appended).toBe(2);
+      expect(await store.count('r9')).toBe(2);
+    } finally {
+      await store.close();
+      const c = new Client({ connectionString: PG_URL });
+      await c.connect();
+      await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await c.end();
+    }
+  });
+
+  it('rejects an unknown appendMethod naming the field', async () => {
+    await expect(EventStore.connect({ connectionString: PG_URL, appendMethod: 'bulk' as 'copy' })).rejects.toThrow(/appendMethod/);
+  });
+});

@@ -2,6 +2,7 @@ import { Pool, type PoolClient, type PoolConfig } from 'pg';
 import { parseEvent, type EventType, type RstarEvent } from '@rstar/contracts';
 import { CorruptEventError, EventStoreConfigError } from './errors';
 import { MIGRATIONS } from './migrations';
+import { copyAppend, type AppendRow } from './copy-append';
 import { START, type LogPosition } from './position';
 
 /** An archived event: the envelope (upcast to the current version) plus its place in the log. */
@@ -36,6 +37,12 @@ export interface EventStoreOptions {
   schema?: string;
   /** Pool size when the store creates its pool (default 4). */
   maxConnections?: number;
+  /**
+   * How {@link EventStore.appendBatch} writes: `'unnest'` (works on PGlite too), `'copy'` (the COPY
+   * fast path; real Postgres only, PGlite's socket server cannot COPY), or `'auto'` (default): COPY
+   * unless the server reports itself as PGlite.
+   */
+  appendMethod?: 'auto' | 'unnest' | 'copy';
 }
 
 export interface AppendResult {
@@ -59,7 +66,12 @@ export class EventStore {
   private readonly ownsPool: boolean;
   private readonly t: string;
 
-  private constructor(pool: Pool, ownsPool: boolean, schema: string) {
+  private constructor(
+    pool: Pool,
+    ownsPool: boolean,
+    schema: string,
+    private method: 'unnest' | 'copy',
+  ) {
     this.pool = pool;
     this.ownsPool = ownsPool;
     this.schema = schema;
@@ -78,16 +90,29 @@ export class EventStore {
     if (!opts.pool && !opts.connectionString) {
       throw new EventStoreConfigError('pass "connectionString" (postgres://...) or "pool"', 'connectionString');
     }
+    const method = opts.appendMethod ?? 'auto';
+    if (method !== 'auto' && method !== 'unnest' && method !== 'copy') {
+      throw new EventStoreConfigError(`"appendMethod" must be "auto", "unnest" or "copy", got "${method}"`, 'appendMethod');
+    }
     const cfg: PoolConfig = { connectionString: opts.connectionString, max: opts.maxConnections ?? 4 };
     const pool = opts.pool ?? new Pool(cfg);
-    const store = new EventStore(pool, !opts.pool, schema);
+    const store = new EventStore(pool, !opts.pool, schema, method === 'copy' ? 'copy' : 'unnest');
     try {
       await store.migrate();
+      if (method === 'auto') {
+        const v = (await pool.query('SELECT version() AS v')).rows[0].v as string;
+        store.method = /pglite/i.test(v) ? 'unnest' : 'copy';
+      }
     } catch (e) {
       if (!opts.pool) await pool.end();
       throw e;
     }
     return store;
+  }
+
+  /** The append path in use (`'auto'` resolved at connect). */
+  get appendMethod(): 'unnest' | 'copy' {
+    return this.method;
   }
 
   /** Apply pending migrations under a session advisory lock (safe when several processes boot at once). */
@@ -122,29 +147,38 @@ export class EventStore {
 
   /**
    * Append a batch atomically. Events whose id is already stored (or repeated in the batch) are
-   * dropped; the others get the next positions of their streams, in batch order.
+   * dropped; the others get the next positions of their streams, in batch order. With
+   * `appendMethod: 'copy'` the rows go in by COPY (see {@link copyAppend}); a unique violation there
+   * retries the batch once with `unnest`, whose `ON CONFLICT (id) DO NOTHING` settles it.
    */
   async appendBatch(events: readonly RstarEvent[]): Promise<AppendResult> {
     if (events.length === 0) return { appended: 0, duplicates: 0 };
-    const cols = {
-      id: [] as string[],
-      type: [] as string[],
-      version: [] as number[],
-      run: [] as string[],
-      stream: [] as string[],
-      data: [] as string[],
-      meta: [] as string[],
-    };
-    for (const e of events) {
-      cols.id.push(e.id);
-      cols.type.push(e.type);
-      cols.version.push(e.version);
-      cols.run.push(e.runId);
-      cols.stream.push(e.streamId);
-      cols.data.push(JSON.stringify(e.data));
-      cols.meta.push(JSON.stringify(e.meta));
+    const rows: AppendRow[] = events.map((e) => ({
+      id: e.id,
+      type: e.type,
+      version: e.version,
+      runId: e.runId,
+      streamId: e.streamId,
+      data: JSON.stringify(e.data),
+      meta: JSON.stringify(e.meta),
+    }));
+    let appended: number;
+    if (this.method === 'copy') {
+      try {
+        appended = await this.inTransaction(rows, (c, streams) => copyAppend(c, this.t, rows, streams));
+      } catch (e) {
+        if ((e as { code?: string }).code !== '23505') throw e;
+        appended = await this.inTransaction(rows, (c, streams) => this.unnestAppend(c, rows, streams));
+      }
+    } else {
+      appended = await this.inTransaction(rows, (c, streams) => this.unnestAppend(c, rows, streams));
     }
-    const streams = [...new Set(cols.stream)];
+    return { appended, duplicates: events.length - appended };
+  }
+
+  /** Run `write` in a transaction holding the advisory lock of every stream of `rows`. */
+  private async inTransaction(rows: readonly AppendRow[], write: (c: PoolClient, streams: string[]) => Promise<number>): Promise<number> {
+    const streams = [...new Set(rows.map((r) => r.streamId))];
     const c = await this.pool.connect();
     try {
       await c.query('BEGIN');
@@ -152,33 +186,45 @@ export class EventStore {
       await c.query('SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT hashtext(s) AS h FROM unnest($1::text[]) s) x ORDER BY h', [
         streams,
       ]);
-      const res = await c.query(
-        `WITH input AS (
-           SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[])
-             WITH ORDINALITY AS t(id, type, version, run_id, stream_id, data, meta, ord)
-         ), fresh AS (
-           SELECT DISTINCT ON (i.id) i.* FROM input i
-           WHERE NOT EXISTS (SELECT 1 FROM ${this.t} e WHERE e.id = i.id)
-           ORDER BY i.id, i.ord
-         ), numbered AS (
-           SELECT f.*, COALESCE(h.pos, 0) + row_number() OVER (PARTITION BY f.stream_id ORDER BY f.ord) AS stream_position
-           FROM fresh f
-           LEFT JOIN LATERAL (SELECT max(e.stream_position) AS pos FROM ${this.t} e WHERE e.stream_id = f.stream_id) h ON true
-         )
-         INSERT INTO ${this.t} (id, type, version, run_id, stream_id, stream_position, data, meta)
-         SELECT id, type, version, run_id, stream_id, stream_position, data::jsonb, meta::jsonb FROM numbered ORDER BY ord
-         ON CONFLICT (id) DO NOTHING`,
-        [cols.id, cols.type, cols.version, cols.run, cols.stream, cols.data, cols.meta],
-      );
+      const n = await write(c, streams);
       await c.query('COMMIT');
-      const appended = res.rowCount ?? 0;
-      return { appended, duplicates: events.length - appended };
+      return n;
     } catch (e) {
       await c.query('ROLLBACK').catch(() => undefined);
       throw e;
     } finally {
       c.release();
     }
+  }
+
+  private async unnestAppend(c: PoolClient, rows: readonly AppendRow[], _streams: readonly string[]): Promise<number> {
+    const res = await c.query(
+      `WITH input AS (
+         SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[])
+           WITH ORDINALITY AS t(id, type, version, run_id, stream_id, data, meta, ord)
+       ), fresh AS (
+         SELECT DISTINCT ON (i.id) i.* FROM input i
+         WHERE NOT EXISTS (SELECT 1 FROM ${this.t} e WHERE e.id = i.id)
+         ORDER BY i.id, i.ord
+       ), numbered AS (
+         SELECT f.*, COALESCE(h.pos, 0) + row_number() OVER (PARTITION BY f.stream_id ORDER BY f.ord) AS stream_position
+         FROM fresh f
+         LEFT JOIN LATERAL (SELECT max(e.stream_position) AS pos FROM ${this.t} e WHERE e.stream_id = f.stream_id) h ON true
+       )
+       INSERT INTO ${this.t} (id, type, version, run_id, stream_id, stream_position, data, meta)
+       SELECT id, type, version, run_id, stream_id, stream_position, data::jsonb, meta::jsonb FROM numbered ORDER BY ord
+       ON CONFLICT (id) DO NOTHING`,
+      [
+        rows.map((r) => r.id),
+        rows.map((r) => r.type),
+        rows.map((r) => r.version),
+        rows.map((r) => r.runId),
+        rows.map((r) => r.streamId),
+        rows.map((r) => r.data),
+        rows.map((r) => r.meta),
+      ],
+    );
+    return res.rowCount ?? 0;
   }
 
   /**

@@ -3,3 +3,4 @@ export * from './migrations';
 export * from './position';
 export * from './event-store';
 export * from './pglite.server';
+export * from './copy-append';

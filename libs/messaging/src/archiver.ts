@@ -1,7 +1,7 @@
 import type { RstarEvent } from '@rstar/contracts';
 import type { EventStore } from '@rstar/event-store';
 import { counter, createLogger, type Logger } from '@rstar/telemetry';
-import { TransientError, type EventBus, type Subscription } from './bus.port';
+import { isBatchSubscriber, TransientError, type EventBus, type Subscription } from './bus.port';
 import { ALL_EVENT_TYPES } from './subjects';
 
 export interface ArchiverOptions {
@@ -59,9 +59,29 @@ export class Archiver {
     this.log = opts.logger ?? createLogger('archiver');
   }
 
-  /** Subscribe (idempotent). The in-flight window is two batches so one fills while the other commits. */
+  /**
+   * Subscribe (idempotent). The in-flight window is two batches so one fills while the other commits.
+   * On a bus that hands out whole batches (JetStream, {@link BatchSubscriber}) the archiver takes them
+   * as they come (one parse per message, no promise per message, acks after the commit); otherwise it
+   * assembles batches from per-event deliveries.
+   */
   async start(): Promise<void> {
     if (this.sub) return;
+    if (isBatchSubscriber(this.bus)) {
+      this.sub = await this.bus.subscribeBatches({
+        durable: this.durable,
+        from: 'all',
+        maxBatch: this.batchSize,
+        maxWaitMs: this.maxWaitMs,
+        inflight: 2,
+        backoff: { initialMs: 100, maxMs: 5_000 },
+        maxDeliver: 1_000,
+        ackWaitMs: this.ackWaitMs,
+        handler: (events) => this.append(events),
+      });
+      this.log.info('archiver started', { durable: this.durable, batchSize: this.batchSize, batches: true });
+      return;
+    }
     this.sub = await this.bus.subscribe({
       durable: this.durable,
       types: ALL_EVENT_TYPES,
@@ -117,25 +137,29 @@ export class Archiver {
     if (!this.buffer.length) return;
     const batch = this.buffer;
     this.buffer = [];
-    const p = this.store
-      .appendBatch(batch.map((w) => w.event))
-      .then((r) => {
-        this.stats.archived += r.appended;
-        this.stats.duplicates += r.duplicates;
-        this.stats.batches += 1;
-        archivedTotal().inc({ result: 'appended' }, r.appended);
-        if (r.duplicates) archivedTotal().inc({ result: 'duplicate' }, r.duplicates);
-        batch.forEach((w) => w.resolve());
-      })
-      .catch((e) => {
-        this.log.warn('append failed; the batch will be redelivered', { events: batch.length, err: e });
-        const err = new TransientError(`archive append failed: ${(e as Error).message}`, e);
-        batch.forEach((w) => w.reject(err));
-      })
+    const p = this.append(batch.map((w) => w.event))
+      .then(() => batch.forEach((w) => w.resolve()))
+      .catch((err) => batch.forEach((w) => w.reject(err)))
       .finally(() => {
         this.inflight.delete(p);
         if (this.due && this.buffer.length) this.flush();
       });
     this.inflight.add(p);
+  }
+
+  /** Append one batch and count it; a failure becomes a {@link TransientError} so the batch is redelivered. */
+  private async append(events: RstarEvent[]): Promise<void> {
+    let r;
+    try {
+      r = await this.store.appendBatch(events);
+    } catch (e) {
+      this.log.warn('append failed; the batch will be redelivered', { events: events.length, err: e });
+      throw new TransientError(`archive append failed: ${(e as Error).message}`, e);
+    }
+    this.stats.archived += r.appended;
+    this.stats.duplicates += r.duplicates;
+    this.stats.batches += 1;
+    archivedTotal().inc({ result: 'appended' }, r.appended);
+    if (r.duplicates) archivedTotal().inc({ result: 'duplicate' }, r.duplicates);
   }
 }

@@ -89,3 +89,42 @@ export class PermanentError extends Error {
     this.name = 'PermanentError';
   }
 }
+
+/** Options of {@link BatchSubscriber.subscribeBatches}. */
+export interface BatchSubscribeOptions {
+  /** Durable consumer name. */
+  durable: string;
+  /** Where a NEW durable starts (see {@link SubscribeOptions.from}); default `'new'`. */
+  from?: 'new' | 'all';
+  /** Most events per handler call. */
+  maxBatch: number;
+  /** Longest a partial batch waits for more events while a handler slot is free, in ms. */
+  maxWaitMs: number;
+  /** Batches handled at once (default 2: one fills while the other is handled). */
+  inflight?: number;
+  /** Ack deadline in ms before redelivery (default 30 s). */
+  ackWaitMs?: number;
+  /** Deliveries of one message before it is dead-lettered (default 20). */
+  maxDeliver?: number;
+  /** Redelivery delay after a failed batch (see {@link SubscribeOptions.backoff}). */
+  backoff?: { initialMs?: number; maxMs?: number };
+  /**
+   * Handle a batch of valid events, in delivery order (every subject under the bus's prefix; invalid
+   * payloads were already dead-lettered). Resolve = ack every message of the batch; throw = nak every
+   * one with backoff (each goes to the dead letters after `maxDeliver`).
+   */
+  handler: (events: RstarEvent[]) => Promise<void>;
+}
+
+/**
+ * Optional extension a bus implements when it can hand a consumer whole batches (JetStream): one
+ * handler call and one settle pass per batch instead of a promise per message. The archiver uses it.
+ */
+export interface BatchSubscriber {
+  subscribeBatches(opts: BatchSubscribeOptions): Promise<Subscription>;
+}
+
+/** True when `bus` implements {@link BatchSubscriber}. */
+export function isBatchSubscriber(bus: unknown): bus is BatchSubscriber {
+  return typeof (bus as BatchSubscriber | null)?.subscribeBatches === 'function';
+}

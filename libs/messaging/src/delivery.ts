@@ -27,15 +27,9 @@ export async function deliver(
   handler: EventHandler<any>,
   ctx: DeliveryContext,
 ): Promise<DeliveryOutcome> {
-  let event: RstarEvent;
-  try {
-    event = parseEvent(payload);
-  } catch (e) {
-    if (e instanceof InvalidEventError || e instanceof UnknownEventError) {
-      return { kind: 'dead', reason: `${e.code}: ${e.message}`, field: e.field };
-    }
-    return { kind: 'dead', reason: `invalid_event: ${(e as Error).message}`, field: null };
-  }
+  const parsed = parsePayload(payload);
+  if (!('event' in parsed)) return parsed;
+  const event = parsed.event;
   if (!types.has(event.type)) return { kind: 'ack' };
   try {
     await handler(event, ctx);
@@ -45,6 +39,18 @@ export async function deliver(
       return { kind: 'dead', reason: `${e.code}: ${e.message}`, field: e.field };
     }
     return { kind: 'retry', error: e };
+  }
+}
+
+/** Parse and validate a payload; an invalid or unknown one maps to the dead-letter outcome naming the field. */
+export function parsePayload(payload: string | Uint8Array): { event: RstarEvent } | { kind: 'dead'; reason: string; field: string | null } {
+  try {
+    return { event: parseEvent(payload) };
+  } catch (e) {
+    if (e instanceof InvalidEventError || e instanceof UnknownEventError) {
+      return { kind: 'dead', reason: `${e.code}: ${e.message}`, field: e.field };
+    }
+    return { kind: 'dead', reason: `invalid_event: ${(e as Error).message}`, field: null };
   }
 }
 

@@ -13,7 +13,8 @@ import {
 } from '@nats-io/jetstream';
 import type { EventType, RstarEvent } from '@rstar/contracts';
 import { createLogger, gauge, type Logger } from '@rstar/telemetry';
-import type { EventBus, RawPublisher, SubscribeOptions, Subscription } from './bus.port';
+import type { BatchSubscribeOptions, BatchSubscriber, EventBus, RawPublisher, SubscribeOptions, Subscription } from './bus.port';
+import { JetStreamBatchSubscription } from './jetstream-batch.subscription';
 import { backoffDelay, delay } from './backoff';
 import { deadLetterEvent, deliver, logDeadLetter } from './delivery';
 import { busSubjectOf, toBusSubject, toContractSubject } from './subjects';
@@ -58,10 +59,10 @@ const lagGauge = () => gauge('rstar_consumer_lag', 'Messages published but not y
  * subject per consumer, a subscription to one subject filters on it and any other filters on
  * `<prefix>.>` and skips other types client-side.
  */
-export class JetStreamBus implements EventBus, RawPublisher {
+export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
   readonly prefix: string;
   readonly stream: string;
-  private readonly subs = new Set<JetStreamSubscription>();
+  private readonly subs = new Set<{ drain(): Promise<void> }>();
   private closed = false;
 
   private constructor(
@@ -159,19 +160,55 @@ export class JetStreamBus implements EventBus, RawPublisher {
     if (!subjects.length && !opts.allSubjects) throw new Error('subscribe: option "types" must name at least one event type');
     const filter = subjects.length === 1 && !opts.allSubjects ? subjects[0] : `${this.prefix}.>`;
     const concurrency = Math.max(1, opts.concurrency ?? 16);
+    await this.ensureConsumer(opts.durable, filter, opts.from, opts.ackWaitMs, Math.max(concurrency * 2, 256));
+    const consumer = await this.js.consumers.get(this.stream, opts.durable);
+    const messages = await consumer.consume({ max_messages: Math.min(concurrency * 2, 1024) });
+    const sub = new JetStreamSubscription(this, opts, messages, concurrency);
+    this.subs.add(sub);
+    sub.run().finally(() => this.subs.delete(sub));
+    return sub;
+  }
+
+  /**
+   * Consume every subject under the prefix in batches (the archiver's path, {@link BatchSubscriber}):
+   * messages are parsed once, invalid ones dead-lettered, valid ones handed over in batches of up to
+   * `maxBatch`, and acked (explicitly, message by message, without awaiting) after the handler resolves.
+   */
+  async subscribeBatches(opts: BatchSubscribeOptions): Promise<Subscription> {
+    if (this.closed) throw new BusClosedError();
+    if (!opts.durable || !/^[A-Za-z0-9_-]+$/.test(opts.durable)) {
+      throw new Error(`subscribeBatches: option "durable" must be a name of letters, digits, "_" or "-", got "${opts.durable}"`);
+    }
+    if (!Number.isInteger(opts.maxBatch) || opts.maxBatch < 1) {
+      throw new Error(`subscribeBatches: option "maxBatch" must be a positive integer, got ${opts.maxBatch}`);
+    }
+    const inflight = Math.max(1, opts.inflight ?? 2);
+    // The server's unacked limit is the backpressure: the batches in flight, the one filling, and one more in the pipe.
+    const maxAckPending = Math.max(opts.maxBatch * (inflight + 2), 256);
+    await this.ensureConsumer(opts.durable, `${this.prefix}.>`, opts.from, opts.ackWaitMs, maxAckPending);
+    const consumer = await this.js.consumers.get(this.stream, opts.durable);
+    const sub = new JetStreamBatchSubscription(this, consumer, opts, inflight, Math.min(maxAckPending, 4096));
+    await sub.start();
+    this.subs.add(sub);
+    sub.done.finally(() => this.subs.delete(sub));
+    return sub;
+  }
+
+  /** Create the durable pull consumer, or update the settings an existing one may change. */
+  private async ensureConsumer(durable: string, filter: string, from: 'new' | 'all' | undefined, ackWaitMs: number | undefined, maxAckPending: number): Promise<void> {
     const config = {
-      durable_name: opts.durable,
+      durable_name: durable,
       ack_policy: AckPolicy.Explicit,
-      deliver_policy: opts.from === 'all' ? DeliverPolicy.All : DeliverPolicy.New,
+      deliver_policy: from === 'all' ? DeliverPolicy.All : DeliverPolicy.New,
       filter_subject: filter,
-      ack_wait: nanos(opts.ackWaitMs ?? 30_000),
-      max_ack_pending: Math.max(concurrency * 2, 256),
+      ack_wait: nanos(ackWaitMs ?? 30_000),
+      max_ack_pending: maxAckPending,
       max_deliver: -1,
     };
     try {
-      const info = await this.jsm.consumers.info(this.stream, opts.durable);
+      const info = await this.jsm.consumers.info(this.stream, durable);
       if (info.config.filter_subject !== filter || info.config.ack_wait !== config.ack_wait || info.config.max_ack_pending !== config.max_ack_pending) {
-        await this.jsm.consumers.update(this.stream, opts.durable, {
+        await this.jsm.consumers.update(this.stream, durable, {
           filter_subject: filter,
           ack_wait: config.ack_wait,
           max_ack_pending: config.max_ack_pending,
@@ -181,12 +218,6 @@ export class JetStreamBus implements EventBus, RawPublisher {
       if (!/not found/i.test((e as Error).message)) throw e;
       await this.jsm.consumers.add(this.stream, config);
     }
-    const consumer = await this.js.consumers.get(this.stream, opts.durable);
-    const messages = await consumer.consume({ max_messages: Math.min(concurrency * 2, 1024) });
-    const sub = new JetStreamSubscription(this, opts, messages, concurrency);
-    this.subs.add(sub);
-    sub.run().finally(() => this.subs.delete(sub));
-    return sub;
   }
 
   /** @internal Publish the dead letter, then the caller terms the message. */

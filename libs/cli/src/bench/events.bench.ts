@@ -35,7 +35,7 @@ export async function run(args: string[]): Promise<object> {
     // load on a shared machine drifts.
     const ceilingRun = async (label: string): Promise<number> => {
       const schema = `${tag}_ceiling_${label}`;
-      const ceilingStore = await EventStore.connect({ connectionString: pgUrl, schema });
+      const ceilingStore = await EventStore.connect({ connectionString: pgUrl, schema, appendMethod: 'unnest' });
       dropSchemas.push(schema);
       const t = performance.now();
       let next = 0;

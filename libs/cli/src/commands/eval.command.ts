@@ -31,7 +31,7 @@ export function register(program: Command): void {
           last = pct;
         },
       });
-      process.stdout.write(`pass@1 ${(r.passAt1 * 100).toFixed(1)}% on ${r.prompts} prompts x ${r.samples} samples (tool use ${(r.toolUse * 100).toFixed(0)}%, tool errors ${(r.toolErrorRatio * 100).toFixed(0)}%)\n`);
+      process.stdout.write(`pass@1 ${(r.passAt1 * 100).toFixed(1)}% on ${r.prompts} prompts x ${r.samples} samples${r.skipped ? ` (${r.skipped} longer than the context skipped)` : ''} (tool use ${(r.toolUse * 100).toFixed(0)}%, tool errors ${(r.toolErrorRatio * 100).toFixed(0)}%)\n`);
       process.stdout.write(JSON.stringify({ ...r, examples: undefined }) + '\n');
       process.exit(0);
     });

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 // The service's public entry does not re-export the built-in engine yet; switch to '@rstar/policy-serving' once it does.
-import { startBuiltinEngine } from '../../../../services/policy-serving/src/builtin-engine';
+import { startBuiltinEngine } from '@rstar/policy-serving';
 
 /**
  * `rstar serve engine --port P [--checkpoint DIR] [--kv-capacity TOKENS]`: the built-in policy behind

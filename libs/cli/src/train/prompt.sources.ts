@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import type { RunConfig } from '@rstar/contracts';
-import { deriveSeed, generateTasks } from '@rstar/policy';
+import { renderPrompt } from '@rstar/agent';
+import { Tokenizer, deriveSeed, generateTasks } from '@rstar/policy';
 import type { Prompt, PromptSource } from '@rstar/optimization';
 
 /** A dataset file that cannot be used; the message names the line/field and the fix. */
@@ -77,4 +78,15 @@ export function runPrompts(config: RunConfig, resolvePath: (p: string) => string
   }
   const n = Math.min(config.data.heldOutSize, Math.floor(all.length / 2));
   return { train: new ListPromptSource(all.slice(0, all.length - n).slice(0, config.data.trainSize)), heldOut: all.slice(all.length - n) };
+}
+
+/**
+ * The prompts the built-in policy can serve: the rendered prompt (compact template, default tokenizer)
+ * must leave `min(budget, context / 4)` tokens of the context window for the response. The engine caps
+ * each turn at the window (the rollout then ends truncated), so the full budget need not fit.
+ */
+export function promptsFittingContext(prompts: readonly Prompt[], context: number, budget: number): Prompt[] {
+  const tok = new Tokenizer();
+  const room = Math.min(budget, Math.floor(context / 4));
+  return prompts.filter((p) => tok.encode(renderPrompt(p.problem, { compact: true })).length + room <= context);
 }

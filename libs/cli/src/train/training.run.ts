@@ -4,9 +4,8 @@ import { existsSync } from 'node:fs';
 import { ids, parseRunConfig, type RunConfig } from '@rstar/contracts';
 import { connectRuntime, type Runtime } from '@rstar/messaging';
 import { OptimizationHandler, resumePoint, totalSteps } from '@rstar/optimization';
-import { renderPrompt } from '@rstar/agent';
 import type { Prompt } from '@rstar/optimization';
-import { PolicyModel, Tokenizer, runSft, type SftProgress } from '@rstar/policy';
+import { PolicyModel, runSft, type SftProgress } from '@rstar/policy';
 import { EnginePool, PolicyServingHandler, createEngines, startBuiltinEngine, type BuiltinEngine } from '@rstar/policy-serving';
 import { ResamplingHandler } from '@rstar/resampling';
 import { RewardGradingHandler } from '@rstar/reward-grading';
@@ -14,7 +13,7 @@ import { ToolExecutionHandler } from '@rstar/tool-execution';
 import { SandboxPool } from '@rstar/sandbox';
 import { readRunEvents, resamplingEventSource, runEventSource } from './event-store.sources';
 import { evaluatePassAt1, poolToolExecutor, type PassAt1Report } from './pass-at-1.evaluator';
-import { ListPromptSource, runPrompts } from './prompt.sources';
+import { ListPromptSource, promptsFittingContext, runPrompts } from './prompt.sources';
 import { REPO_ROOT, resolveDataPath } from './run-config.loader';
 import { StagedBuiltinTrainer } from './staged.trainer';
 
@@ -80,21 +79,14 @@ export interface TrainingResult {
   seconds: { sft: number; evalBefore: number; rl: number; evalAfter: number; total: number };
 }
 
-/**
- * Drop prompts the built-in policy cannot serve: the rendered prompt (compact template, default tokenizer)
- * must leave room in `policy.model.context` for min(largest response budget, context / 4) tokens.
- */
+/** {@link promptsFittingContext} over a run's pools; refuses a run left without prompts. */
 function promptsThatFit(config: RunConfig, train: readonly Prompt[], heldOut: readonly Prompt[]): { train: ListPromptSource; heldOut: Prompt[]; skipped: number } {
-  const tok = new Tokenizer();
+  const ctx = config.policy.model.context;
   const budget = Math.max(config.eval.maxResponseTokens, ...config.stages.map((s) => s.maxResponseTokens));
-  // The engine caps each turn at the context window (the rollout then ends truncated), so a prompt only has
-  // to leave a useful share of the window: its budget or a quarter of the context, whichever is smaller.
-  const room = Math.min(budget, Math.floor(config.policy.model.context / 4));
-  const fits = (p: Prompt) => tok.encode(renderPrompt(p.problem, { compact: true })).length + room <= config.policy.model.context;
-  const t = train.filter(fits);
-  const h = heldOut.filter(fits);
-  if (t.length === 0) throw new RunRefusedError(`no training prompt fits policy.model.context ${config.policy.model.context} leaving ${room} tokens for the response (raise policy.model.context)`, 'policy.model.context');
-  if (h.length === 0 && heldOut.length > 0) throw new RunRefusedError(`no held-out prompt fits policy.model.context ${config.policy.model.context} (raise policy.model.context)`, 'policy.model.context');
+  const t = promptsFittingContext(train, ctx, budget);
+  const h = promptsFittingContext(heldOut, ctx, budget);
+  if (t.length === 0) throw new RunRefusedError(`no training prompt fits policy.model.context ${ctx} (raise policy.model.context)`, 'policy.model.context');
+  if (h.length === 0 && heldOut.length > 0) throw new RunRefusedError(`no held-out prompt fits policy.model.context ${ctx} (raise policy.model.context)`, 'policy.model.context');
   return { train: new ListPromptSource(t), heldOut: h, skipped: train.length - t.length + heldOut.length - h.length };
 }
 
