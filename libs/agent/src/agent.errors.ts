@@ -1,14 +1,7 @@
+import { RstarError } from '@rstar/contracts';
+
 /** Base class of agent-loop errors; `code` is machine-readable, `field` names the offending input. */
-export class AgentError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly field: string | null = null,
-  ) {
-    super(message);
-    this.name = new.target.name;
-  }
-}
+export class AgentError extends RstarError {}
 
 /** A rollout request or option that cannot be used (e.g. a non-positive budget). */
 export class InvalidRolloutRequestError extends AgentError {

@@ -1,5 +1,8 @@
-/** Base class of contract errors; `code` is machine-readable, `field` names the offending path. */
-export class ContractError extends Error {
+/**
+ * Base class of every rstar error: `code` is machine-readable, `field` names the offending input path
+ * (or null), and the message says the fix. Each lib derives its own base from it.
+ */
+export class RstarError extends Error {
   constructor(
     readonly code: string,
     message: string,
@@ -9,6 +12,9 @@ export class ContractError extends Error {
     this.name = new.target.name;
   }
 }
+
+/** Base class of contract errors. */
+export class ContractError extends RstarError {}
 
 /** A payload that is not a valid event: not JSON, wrong envelope or wrong data. Never retried: dead-letter it. */
 export class InvalidEventError extends ContractError {

@@ -1,14 +1,7 @@
+import { RstarError } from '@rstar/contracts';
+
 /** Base class of built-in policy errors; `code` is machine-readable, `field` names the offending input. */
-export class PolicyError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly field: string | null = null,
-  ) {
-    super(message);
-    this.name = new.target.name;
-  }
-}
+export class PolicyError extends RstarError {}
 
 /** A bad argument (shape, range, config); the message names the field and the fix. */
 export class PolicyInputError extends PolicyError {

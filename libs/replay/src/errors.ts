@@ -1,17 +1,10 @@
+import { RstarError } from '@rstar/contracts';
+
 /**
  * Base class of replay errors: `code` is machine-readable, `field` names the offending input (a CLI
  * flag, an event field) and the message says the fix.
  */
-export class ReplayError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly field: string | null = null,
-  ) {
-    super(message);
-    this.name = new.target.name;
-  }
-}
+export class ReplayError extends RstarError {}
 
 /** The log holds no event of the requested run. */
 export class RunNotFoundError extends ReplayError {
