@@ -54,7 +54,7 @@ export type IsolationMode = 'auto' | 'bwrap' | 'none';
 
 /** Options of {@link SandboxPool}. */
 export interface SandboxPoolOptions {
-  /** Number of zygotes (default: CPU count, at least 2). */
+  /** Number of zygotes (default: twice the CPU count, at least 4). */
   workers?: number;
   /** Python binary (default: env RSTAR_PYTHON, else `<repoRoot>/.venv/bin/python`, else `python3`). */
   python?: string;
