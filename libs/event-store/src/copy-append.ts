@@ -33,14 +33,14 @@ export async function copyAppend(c: PoolClient, table: string, rows: readonly Ap
   const known = await c.query(
     `SELECT id, NULL::text AS stream_id, NULL::bigint AS pos FROM ${table} WHERE id = ANY($1::text[])
      UNION ALL
-     SELECT NULL, stream_id, max(stream_position) FROM ${table} WHERE stream_id = ANY($2::text[]) GROUP BY stream_id`,
+     SELECT NULL, s, (SELECT max(e.stream_position) FROM ${table} e WHERE e.stream_id = s) FROM unnest($2::text[]) s`,
     [rows.map((r) => r.id), streams],
   );
   const seen = new Set<string>();
   const head = new Map<string, number>();
   for (const r of known.rows) {
     if (r.id !== null) seen.add(r.id);
-    else head.set(r.stream_id, Number(r.pos));
+    else if (r.pos !== null) head.set(r.stream_id, Number(r.pos));
   }
   const lines: string[] = [];
   for (const r of rows) {

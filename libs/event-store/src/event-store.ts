@@ -56,7 +56,8 @@ const SCHEMA_RE = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /**
  * The append-only event archive on Postgres (ARCHITECTURE §4), also on PGlite through pglite-socket.
- * Appends are one `INSERT ... SELECT FROM unnest(...)` per batch with `ON CONFLICT (id) DO NOTHING`;
+ * Appends are one `INSERT ... SELECT FROM unnest(...)` per batch with `ON CONFLICT (id) DO NOTHING`,
+ * or on real Postgres (`appendMethod` `'auto'`/`'copy'`) a COPY of the new rows ({@link copyAppend});
  * appends to a stream are serialised by a transaction-scoped advisory lock per stream so
  * `stream_position` is gap-free (1, 2, 3, ...) per stream. Readers upcast with `parseEvent`.
  */

@@ -26,7 +26,8 @@ const archivedTotal = () => counter('rstar_archiver_events_total', 'Events appen
 
 /**
  * The event archiver (ARCHITECTURE §4): consumes every subject of the bus from the start of the
- * stream, appends in batches of up to `batchSize` with one `unnest` insert, and acks each message only
+ * stream, appends in batches of up to `batchSize` with one `EventStore.appendBatch` (COPY on real
+ * Postgres, `unnest` on PGlite), and acks each message only
  * after its batch committed. A failed append rejects the whole batch with {@link TransientError}, so
  * its messages are redelivered; `ON CONFLICT (id) DO NOTHING` drops the copies of any that did commit
  * (e.g. after a crash between commit and ack). Invalid payloads are dead-lettered by the bus and the

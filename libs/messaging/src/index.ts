@@ -6,3 +6,4 @@ export * from './in-process.bus';
 export * from './jetstream.bus';
 export * from './archiver';
 export * from './runtime';
+export * from './jetstream.publisher';

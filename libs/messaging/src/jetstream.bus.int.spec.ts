@@ -83,4 +83,41 @@ describe('JetStreamBus (real NATS)', () => {
     expect(d.type === 'DeadLettered' && d.data.field).toBe('RunFailed.data.error');
     expect(lines.some((l) => l.includes('dead-lettered') && l.includes('RunFailed.data.error'))).toBe(true);
   });
+
+  it('hands batch subscribers whole batches, acks after the handler, redelivers a failed batch, dead-letters invalid payloads', async () => {
+    const dead: RstarEvent[] = [];
+    await bus.subscribe({ durable: 'dlq2', types: ['DeadLettered'], from: 'new', handler: async (e) => void dead.push(e) });
+    const sizes: number[] = [];
+    const seen = new Map<string, number>();
+    let failOnce = true;
+    const sub = await bus.subscribeBatches({
+      durable: 'batches',
+      from: 'all',
+      maxBatch: 64,
+      maxWaitMs: 5,
+      backoff: { initialMs: 10, maxMs: 50 },
+      handler: async (events) => {
+        sizes.push(events.length);
+        if (failOnce && events.some((e) => e.id === ev(1050).id)) {
+          failOnce = false;
+          throw new TransientError('database down');
+        }
+        for (const e of events) seen.set(e.id, (seen.get(e.id) ?? 0) + 1);
+      },
+    });
+    const events = Array.from({ length: 500 }, (_, i) => ev(1000 + i));
+    await bus.publishRaw('rstar.run.failed', JSON.stringify({ ...ev(1999), data: { error: 7 } }), 'bad-batch-1');
+    await bus.publish(events);
+    const ids = new Set(events.map((e) => e.id));
+    await until(() => [...ids].every((id) => seen.has(id)), 'all 500 handled');
+    await until(async () => (await sub.lag()) === 0, 'batch lag 0');
+    expect(failOnce).toBe(false);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(64);
+    expect(sizes.length).toBeLessThan(500);
+    await until(() => dead.some((d) => d.type === 'DeadLettered' && d.data.consumer === 'batches'), 'the batch consumer dead letter');
+    const d = dead.find((x) => x.type === 'DeadLettered' && x.data.consumer === 'batches')!;
+    expect(d.type === 'DeadLettered' && d.data.field).toBe('RunFailed.data.error');
+    await sub.drain();
+  });
 });
+

@@ -62,14 +62,20 @@ export async function run(args: string[]): Promise<object> {
     const archiver = new Archiver(archBus, store, { logger: quiet, batchSize: batch });
     await archiver.start();
     let published = 0;
+    let producerCpuUs = 0;
     const share = Math.ceil(n / producers);
     const children = await Promise.all(
       Array.from({ length: producers }, (_, p) =>
-        startProducer({ natsUrl, tag, runId, from: p * share, to: Math.min(n, (p + 1) * share) }, (k) => (published += k)),
+        startProducer(
+          { natsUrl, tag, runId, from: p * share, to: Math.min(n, (p + 1) * share) },
+          (k) => (published += k),
+          (us) => (producerCpuUs += us),
+        ),
       ),
     );
     // The clock starts once every producer is connected and holds its events: process start-up is not measured.
     t0 = performance.now();
+    const cpu0 = process.cpuUsage();
     const publishing = Promise.all(children.map((c) => c.go()));
     let lastReport = performance.now();
     let archived = 0;
@@ -83,11 +89,17 @@ export async function run(args: string[]): Promise<object> {
       await new Promise((r) => setTimeout(r, 5));
     }
     const e2eS = (performance.now() - t0) / 1000;
+    const cpu1 = process.cpuUsage(cpu0);
     await publishing;
     const stored = await store.count(runId);
     if (stored !== n) throw new Error(`archive holds ${stored} events of the run, expected ${n}`);
     const eventsPerS = n / e2eS;
-    progress(`end to end: ${Math.round(eventsPerS)} events/s (${e2eS.toFixed(1)} s)`);
+    // CPU per event (µs) of the producers while publishing and of the archiver process (it also runs this loop).
+    const producerUsPerEvent = producerCpuUs / n;
+    const archiverUsPerEvent = (cpu1.user + cpu1.system) / n;
+    progress(
+      `end to end: ${Math.round(eventsPerS)} events/s (${e2eS.toFixed(1)} s); CPU per event: producers ${producerUsPerEvent.toFixed(1)} µs, archiver ${archiverUsPerEvent.toFixed(1)} µs`,
+    );
     await archiver.stop();
     await archBus.jsm.streams.delete(archBus.stream).catch(() => undefined);
     await archBus.close();
@@ -102,6 +114,8 @@ export async function run(args: string[]): Promise<object> {
       event_bytes: avgBytes,
       producers,
       batch,
+      producer_cpu_us_per_event: Number(producerUsPerEvent.toFixed(1)),
+      archiver_cpu_us_per_event: Number(archiverUsPerEvent.toFixed(1)),
     };
   } finally {
     const c = new Client({ connectionString: pgUrl });
@@ -158,7 +172,7 @@ interface ProducerJob {
  * Start a producer process for events [from, to); it connects, builds its events, reports ready, and
  * publishes when `go()` is called. `onProgress` gets the count of each acked chunk.
  */
-function startProducer(job: ProducerJob, onProgress: (k: number) => void): Promise<{ go: () => Promise<void> }> {
+function startProducer(job: ProducerJob, onProgress: (k: number) => void, onCpu: (us: number) => void): Promise<{ go: () => Promise<void> }> {
   return new Promise((ready, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', __filename], {
       env: { ...process.env, RSTAR_BENCH_EVENTS_PRODUCER: JSON.stringify(job) },
@@ -171,6 +185,7 @@ function startProducer(job: ProducerJob, onProgress: (k: number) => void): Promi
     child.stdout!.on('data', (d: Buffer) => {
       for (const line of d.toString().split('\n').filter(Boolean)) {
         if (line === 'ready') ready({ go: () => (child.stdin!.end('go\n'), exited) });
+        else if (line.startsWith('cpu ')) onCpu(Number(line.slice(4)));
         else onProgress(Number(line));
       }
     });
@@ -188,12 +203,15 @@ async function producerMain(job: ProducerJob): Promise<void> {
   });
   process.stdout.write('ready\n');
   await new Promise<void>((r) => process.stdin.once('data', () => r()));
+  const cpu0 = process.cpuUsage();
   for (let i = 0; i < events.length; i += 1000) {
     const chunk = events.slice(i, i + 1000);
     await bus.publish(chunk);
     process.stdout.write(`${chunk.length}\n`);
   }
   await bus.close();
+  const cpu = process.cpuUsage(cpu0);
+  process.stdout.write(`cpu ${cpu.user + cpu.system}\n`);
 }
 
 if (process.env.RSTAR_BENCH_EVENTS_PRODUCER) {
