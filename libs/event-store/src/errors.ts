@@ -1,14 +1,7 @@
+import { RstarError } from '@rstar/contracts';
+
 /** Base of event-store errors; `code` is machine-readable. */
-export class EventStoreError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly field: string | null = null,
-  ) {
-    super(message);
-    this.name = new.target.name;
-  }
-}
+export class EventStoreError extends RstarError {}
 
 /** A bad option or argument (the message names the field and the fix). */
 export class EventStoreConfigError extends EventStoreError {
