@@ -17,6 +17,7 @@ export function register(program: Command): void {
     .option('--out <dir>', 'output folder (default runs/ablate-roc-<time>)')
     .option('--skip-eval', 'skip the held-out pass@1 evaluations')
     .action(async (which: string, o: { preset: string; config?: string; seeds: string; out?: string; skipEval?: boolean }) => {
+      if (!process.env.RSTAR_LOG_LEVEL) process.env.RSTAR_LOG_LEVEL = 'warn';
       if (which !== 'roc') throw new Error(`unknown ablation "${which}" (known: roc)`);
       const seeds = o.seeds.split(',').map((s) => Number(s.trim()));
       if (seeds.some((s) => !Number.isInteger(s))) throw new Error(`--seeds must be comma-separated integers, got "${o.seeds}"`);
@@ -37,7 +38,8 @@ export function register(program: Command): void {
         };
         process.stdout.write(`${String(i).padStart(4)}  ${fmt(m('roc'))}        ${fmt(m('grpo'))}\n`);
       }
-      process.stdout.write(`mean  ${fmt(r.meanToolErrorRatioPositive.roc)}        ${fmt(r.meanToolErrorRatioPositive.grpo)}\nfiles: ${r.files.join(', ')}\n`);
+      process.stdout.write(`mean  ${fmt(r.meanToolErrorRatioPositive.roc)}        ${fmt(r.meanToolErrorRatioPositive.grpo)}\n`);
+      process.stdout.write(`all rollouts: tool-error ratio RoC ${fmt(r.meanToolErrorRatioAll.roc)}, GRPO ${fmt(r.meanToolErrorRatioAll.grpo)}\nfiles: ${r.files.join(', ')}\n`);
       process.exit(0);
     });
 }

@@ -21,6 +21,7 @@ export function register(program: Command): void {
     .option('--max-tokens <n>', 'response token budget', int('max-tokens'))
     .option('--seed <n>', 'task-family seed (with --dataset tasks)', int('seed'))
     .action(async (o: { checkpoint: string; dataset: string; samples: number; limit?: number; temperature?: number; maxTurns?: number; maxTokens?: number; seed?: number }) => {
+      if (!process.env.RSTAR_LOG_LEVEL) process.env.RSTAR_LOG_LEVEL = 'warn';
       let last = -1;
       const r = await evaluateCheckpoint({
         checkpoint: o.checkpoint, dataset: o.dataset, samples: o.samples, limit: o.limit, temperature: o.temperature, maxTurns: o.maxTurns,

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { createReadStream } from 'node:fs';
+import { createReadStream, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { HttpExecutor, SandboxPool, runExecLines, type Executor } from '@rstar/sandbox';
 
@@ -21,6 +21,9 @@ export function register(program: Command): void {
       if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`--concurrency must be a positive integer, got "${o.concurrency}"`);
       const workers = o.workers === undefined ? undefined : Number(o.workers);
       if (workers !== undefined && (!Number.isInteger(workers) || workers < 1)) throw new Error(`--workers must be a positive integer, got "${o.workers}"`);
+      // Fail before the pool starts (seconds) and with a message that says the fix, not a raw ENOENT.
+      if (file !== undefined) assertReadableFile(file);
+      if (o.remote) await assertServiceReachable(o.remote);
       let pool: SandboxPool | null = null;
       let executor: Executor;
       if (o.remote) executor = new HttpExecutor(o.remote);
@@ -38,4 +41,36 @@ export function register(program: Command): void {
         await pool?.close();
       }
     });
+}
+
+/** @throws Error naming the path when it does not exist or is not a regular file. */
+function assertReadableFile(file: string): void {
+  let isFile: boolean;
+  try {
+    isFile = statSync(file).isFile();
+  } catch {
+    throw new Error(`input file ${file} does not exist; pass a JSON-lines file or pipe the lines on stdin`);
+  }
+  if (!isFile) throw new Error(`input ${file} is not a file; pass a JSON-lines file or pipe the lines on stdin`);
+}
+
+/**
+ * Probe `GET <url>/health` once, so a wrong `--remote` is one clear error instead of a `sandbox_error`
+ * result on every line. @throws Error naming the URL and the fix.
+ */
+async function assertServiceReachable(url: string): Promise<void> {
+  let base: URL;
+  try {
+    base = new URL(url);
+  } catch {
+    throw new Error(`--remote must be an http(s) URL of a tool-execution service, e.g. http://127.0.0.1:3001, got "${url}"`);
+  }
+  if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new Error(`--remote must be an http(s) URL, got "${url}"`);
+  try {
+    const res = await fetch(url.replace(/\/$/, '') + '/health', { signal: AbortSignal.timeout(10_000) });
+    if (!res.ok) throw new Error(`GET /health answered HTTP ${res.status}`);
+  } catch (e) {
+    const why = e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e);
+    throw new Error(`cannot reach the tool-execution service at ${url} (${why}); start it or drop --remote to use an in-process sandbox pool`);
+  }
 }

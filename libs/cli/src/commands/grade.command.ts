@@ -1,7 +1,7 @@
 import { gradeJsonLine, SympySandboxBackend, warmUp, type SymbolicBackend } from '@rstar/grader';
 import { SandboxPool } from '@rstar/sandbox';
 import type { Command } from 'commander';
-import { createReadStream } from 'node:fs';
+import { createReadStream, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 /**
@@ -12,13 +12,15 @@ import { createInterface } from 'node:readline';
  */
 export function register(program: Command): void {
   program
-    .command('grade [file]')
+    .command('grade')
+    .argument('[file]', 'JSON-lines file (default: stdin)')
     .description('grade JSON lines {id, prediction, gold} (file or stdin) -> {id, correct, extracted, rule, ms}')
     .option('--symbolic', 'offload undecided symbolic checks to sympy in the sandbox')
     .option('--timeout-ms <ms>', 'time limit of one symbolic check', '4000')
     .action(async (file: string | undefined, opts: { symbolic?: boolean; timeoutMs: string }) => {
       const timeoutMs = Number(opts.timeoutMs);
-      if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new Error('--timeout-ms must be a positive number of milliseconds');
+      if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new Error(`--timeout-ms must be a positive number of milliseconds, got "${opts.timeoutMs}"`);
+      if (file !== undefined) assertReadableFile(file);
       warmUp();
       let pool: SandboxPool | null = null;
       let symbolic: SymbolicBackend | undefined;
@@ -41,4 +43,15 @@ export function register(program: Command): void {
         await pool?.close();
       }
     });
+}
+
+/** @throws Error naming the path when it does not exist or is not a regular file. */
+function assertReadableFile(file: string): void {
+  let isFile: boolean;
+  try {
+    isFile = statSync(file).isFile();
+  } catch {
+    throw new Error(`input file ${file} does not exist; pass a JSON-lines file or pipe the lines on stdin`);
+  }
+  if (!isFile) throw new Error(`input ${file} is not a file; pass a JSON-lines file or pipe the lines on stdin`);
 }

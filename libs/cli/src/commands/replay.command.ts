@@ -33,12 +33,22 @@ function intFlag(v: string | undefined, flag: string): number | undefined {
  * `runs/<RUN>/events` as `rstar train` writes it).
  */
 async function loadRun(runId: string, o: SourceOptions): Promise<RstarEvent[]> {
-  if (o.history) return readHistory(o.history).filter((e) => e.runId === runId);
+  if (o.history) {
+    const all = readHistory(o.history);
+    const events = all.filter((e) => e.runId === runId);
+    if (events.length === 0) {
+      const runs = [...new Set(all.map((e) => e.runId))];
+      throw new Error(`no events of run "${runId}" in ${o.history}; ${runs.length ? `runs in this history: ${runs.slice(0, 10).join(', ')}${runs.length > 10 ? `, ... (${runs.length})` : ''}` : 'the file holds no events'}`);
+    }
+    return events;
+  }
   let embedded: EmbeddedPostgres | null = null;
   let url = o.database ?? (process.env.RSTAR_DATABASE_URL || undefined);
+  let where = `the Postgres archive (schema ${o.schema ?? 'rstar'})`;
   if (!url) {
     const dir = o.dataDir ?? join(REPO_ROOT, 'runs', runId, 'events');
     if (!existsSync(dir)) throw new Error(`no archive at ${dir}: pass --data-dir (the run's <out>/events folder), --database URL or --history FILE`);
+    where = `the archive ${dir}`;
     embedded = await startEmbeddedPostgres({ dataDir: dir });
     url = embedded.url;
   }
@@ -50,6 +60,7 @@ async function loadRun(runId: string, o: SourceOptions): Promise<RstarEvent[]> {
       out.push(...page.events);
       page = await store.readRun(runId, { after: page.last, limit: 10_000 });
     }
+    if (out.length === 0) throw new Error(`no events of run "${runId}" in ${where}; check the run id (rstar train prints it) and --data-dir/--database/--schema`);
     return out;
   } finally {
     await store.close();
@@ -148,7 +159,8 @@ export function register(program: Command): void {
     .option('--json', 'print the report as JSON')
     .action(async (runId: string, o: SourceOptions & { step?: string; exec: boolean; retrain?: boolean; concurrency: string; json?: boolean }) => {
       const step = intFlag(o.step, '--step');
-      const concurrency = intFlag(o.concurrency, '--concurrency') || 1;
+      const concurrency = Number(o.concurrency);
+      if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`--concurrency must be a positive integer, got "${o.concurrency}"`);
       const events = await loadRun(runId, o);
       let pool: SandboxPool | null = null;
       let execute: ToolReexecutor | undefined;

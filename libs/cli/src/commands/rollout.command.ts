@@ -27,16 +27,32 @@ function positiveInt(v: string, flag: string): number {
   return n;
 }
 
-/** Read `{id, problem, answer}` JSON lines. @throws Error naming the line and the missing field. */
+/**
+ * Read `{id, problem, answer}` JSON lines (blank lines skipped; a numeric id is kept as its string).
+ * @throws Error naming the file, the 1-based line and the problem (missing file, bad JSON, missing field).
+ */
 function readDataset(file: string): { id: string; problem: string; answer: string }[] {
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .map((l, i) => {
-      const row = JSON.parse(l) as { id?: unknown; problem?: unknown; answer?: unknown };
-      if (typeof row.problem !== 'string') throw new Error(`${file}:${i + 1}: field "problem" (a string) is missing`);
-      return { id: typeof row.id === 'string' ? row.id : `row-${i}`, problem: row.problem, answer: String(row.answer ?? '') };
-    });
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new Error(`cannot read --dataset ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message} (pass a JSON-lines file of {id, problem, answer})`);
+  }
+  const rows: { id: string; problem: string; answer: string }[] = [];
+  text.split('\n').forEach((l, i) => {
+    if (l.trim() === '') return;
+    let row: { id?: unknown; problem?: unknown; answer?: unknown };
+    try {
+      row = JSON.parse(l) as typeof row;
+    } catch (e) {
+      throw new Error(`${file}:${i + 1}: not valid JSON (${(e as Error).message}); expected {"id", "problem", "answer"}`);
+    }
+    if (typeof row !== 'object' || row === null || Array.isArray(row)) throw new Error(`${file}:${i + 1}: expected a JSON object {"id", "problem", "answer"}`);
+    if (typeof row.problem !== 'string') throw new Error(`${file}:${i + 1}: field "problem" (a string) is missing`);
+    const id = typeof row.id === 'string' || typeof row.id === 'number' ? String(row.id) : `row-${rows.length}`;
+    rows.push({ id, problem: row.problem, answer: String(row.answer ?? '') });
+  });
+  return rows;
 }
 
 function transcript(r: RolloutResult, problemId: string): string {
@@ -74,6 +90,9 @@ export function register(program: Command): void {
       const topP = Number(o.topP);
       if (!(temperature >= 0)) throw new Error(`--temperature must be >= 0, got "${o.temperature}"`);
       if (!(topP > 0 && topP <= 1)) throw new Error(`--top-p must be in (0, 1], got "${o.topP}"`);
+      const base = Number(o.seed);
+      if (!Number.isInteger(base) || base < 0) throw new Error(`--seed must be a non-negative integer, got "${o.seed}"`);
+      const budget = { maxTokens: positiveInt(o.maxTokens, '--max-tokens'), maxTurns: positiveInt(o.maxTurns, '--max-turns') };
       let rows = readDataset(o.dataset);
       if (o.limit) rows = rows.slice(0, positiveInt(o.limit, '--limit'));
       if (rows.length === 0) throw new Error(`${o.dataset} has no rows`);
@@ -83,13 +102,11 @@ export function register(program: Command): void {
       });
       const sandbox = new SandboxPool({ workers: 2 });
       await sandbox.start();
-      const base = Number(o.seed);
-      if (!Number.isInteger(base) || base < 0) throw new Error(`--seed must be a non-negative integer, got "${o.seed}"`);
       const specs: RolloutSpec[] = Array.from({ length: n }, (_, i) => ({
         rolloutId: `cli:${i}`,
         problem: rows[i % rows.length].problem,
         sampling: { temperature, topP, seed: base + i },
-        budget: { maxTokens: positiveInt(o.maxTokens, '--max-tokens'), maxTurns: positiveInt(o.maxTurns, '--max-turns') },
+        budget,
         compactPrompt: o.compact,
       }));
       try {

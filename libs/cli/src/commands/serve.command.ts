@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-// The service's public entry does not re-export the built-in engine yet; switch to '@rstar/policy-serving' once it does.
 import { startBuiltinEngine } from '@rstar/policy-serving';
 
 /**
@@ -21,7 +20,9 @@ export function register(program: Command): void {
       const kv = Number(o.kvCapacity);
       if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be an integer in [0, 65535], got "${o.port}"`);
       if (!Number.isInteger(kv) || kv <= 0) throw new Error(`--kv-capacity must be a positive integer number of tokens, got "${o.kvCapacity}"`);
-      const eng = await startBuiltinEngine({ port, host: o.host, checkpointDir: o.checkpoint, kvCapacityTokens: kv, seed: Number(o.seed) });
+      const seed = Number(o.seed);
+      if (!Number.isInteger(seed) || seed < 0) throw new Error(`--seed must be a non-negative integer, got "${o.seed}"`);
+      const eng = await startBuiltinEngine({ port, host: o.host, checkpointDir: o.checkpoint, kvCapacityTokens: kv, seed });
       process.stdout.write(`built-in engine on ${eng.url} (${eng.model.numParams} parameters, KV capacity ${kv} tokens, checkpoint ${o.checkpoint ?? 'none'})\n`);
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);

@@ -25,6 +25,7 @@ export function register(program: Command): void {
     .option('--seed <n>', 'seed of data, init and sampling', '1')
     .option('--out <dir>', 'checkpoint directory (default: checkpoints/sft-<preset>)')
     .action(async (o: { preset: string; steps?: string; batchSize?: string; seed: string; out?: string }) => {
+      if (o.batchSize !== undefined && !(Number.isInteger(Number(o.batchSize)) && Number(o.batchSize) > 0)) throw new Error(`--batch-size must be a positive integer, got "${o.batchSize}"`);
       if (!(o.preset in SFT_PRESETS)) throw new Error(`--preset must be one of ${Object.keys(SFT_PRESETS).join(', ')}, got "${o.preset}"`);
       const tty = process.stderr.isTTY === true;
       const bar = tty ? new SingleBar({ format: 'sft |{bar}| {value}/{total} steps | loss {loss} | {phase}', hideCursor: true }, Presets.shades_classic) : null;
@@ -58,7 +59,7 @@ export function register(program: Command): void {
       const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
       process.stdout.write(
         `checkpoint ${r.checkpoint.dir} (${r.checkpoint.hash})\n` +
-          `model ${r.numParams} parameters; ${r.steps} steps in ${r.trainSeconds.toFixed(0)} s (${r.trainTokensPerS.toFixed(0)} tokens/s), final loss ${r.finalLoss.toFixed(4)}\n` +
+          `model ${r.numParams} parameters; ${r.steps} steps in ${r.trainSeconds.toFixed(0)} s (${r.trainTokensPerS.toFixed(0)} tokens/s), final loss ${r.steps > 0 ? r.finalLoss.toFixed(4) : '- (no steps: untrained)'}\n` +
           `held-out (${r.heldOut.n} prompts): well-formed tool calls ${pct(r.heldOut.toolFormat)}, correct answers with real tool execution ${pct(r.heldOut.correct)}\n`,
       );
       r.model.dispose();

@@ -21,7 +21,10 @@ export function register(program: Command): void {
     .option('--remote <natsUrl>', 'submit the run to running services over NATS instead of running it here')
     .option('--resume <runId>', 'resume run RUN from its archive (standalone: runs/<RUN>/events, or the same --out folder)')
     .option('--validate', 'validate the config and exit')
-    .action(async (o: { preset: string; config?: string; out?: string; remote?: string; resume?: string; validate?: boolean }) => {
+    .option('--verbose', 'also print the services\' info logs (JSON lines)')
+    .action(async (o: { preset: string; config?: string; out?: string; remote?: string; resume?: string; validate?: boolean; verbose?: boolean }) => {
+      // The summary lines and bars are the interface; the services' JSON info logs only with --verbose.
+      if (!o.verbose && !process.env.RSTAR_LOG_LEVEL) process.env.RSTAR_LOG_LEVEL = 'warn';
       const { config, source } = loadRunConfig({ preset: o.preset, file: o.config });
       if (o.validate) {
         const steps = config.stages.reduce((a, s) => a + s.steps, 0);
