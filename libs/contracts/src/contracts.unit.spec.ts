@@ -81,3 +81,12 @@ describe('run config', () => {
     expect(() => parseRunConfig({ ...minimal, data: { source: 'file' } })).toThrowError(/data\.path/);
   });
 });
+
+describe('run config strictness', () => {
+  it('rejects unknown or misspelled keys at any depth, naming them', () => {
+    const stage = { name: 'rl', steps: 2, promptsPerStep: 2, maxResponseTokens: 64, lr: 1e-3 };
+    expect(() => parseRunConfig({ stages: [stage], learning_rat: 0.1 })).toThrowError(/learning_rat/);
+    expect(() => parseRunConfig({ stages: [{ ...stage, stepz: 400 }] })).toThrowError(/stages\.0.*stepz/);
+    expect(() => parseRunConfig({ stages: [stage], sft: { stpes: 3 } })).toThrowError(/stpes/);
+  });
+});

@@ -6,7 +6,7 @@ import { ConfigError } from './errors';
  * The run config (YAML) of `rstar train`: model, data, SFT, RL stages, GRPO-RoC, tool limits, trainer,
  * engines and evaluation. Defaults follow PROTOCOL.md; presets live in `configs/*.yaml`.
  */
-export const ModelConfigSchema = z.object({
+export const ModelConfigSchema = z.strictObject({
   layers: z.number().int().min(1).max(48).default(2),
   dModel: z.number().int().min(8).max(8192).default(64),
   heads: z.number().int().min(1).max(64).default(4),
@@ -14,7 +14,7 @@ export const ModelConfigSchema = z.object({
   ffMult: z.number().int().min(1).max(8).default(4),
 });
 
-export const StageConfigSchema = z.object({
+export const StageConfigSchema = z.strictObject({
   name: z.string().min(1),
   steps: z.number().int().min(1),
   promptsPerStep: z.number().int().min(1),
@@ -30,11 +30,11 @@ export const StageConfigSchema = z.object({
   filterSolved: z.boolean().default(false),
 });
 
-export const RunConfigSchema = z.object({
+export const RunConfigSchema = z.strictObject({
   name: z.string().min(1).default('run'),
   seed: z.number().int().default(1),
   policy: z
-    .object({
+    .strictObject({
       kind: z.enum(['builtin', 'external']).default('builtin'),
       model: ModelConfigSchema.default(ModelConfigSchema.parse({})),
       init: z.enum(['sft', 'checkpoint']).default('sft'),
@@ -44,7 +44,7 @@ export const RunConfigSchema = z.object({
     })
     .prefault({}),
   data: z
-    .object({
+    .strictObject({
       /** `tasks`: the built-in seeded task family; `file`: a JSON-lines dataset ({id, problem, answer}). */
       source: z.enum(['tasks', 'file']).default('tasks'),
       path: z.string().nullable().default(null),
@@ -54,7 +54,7 @@ export const RunConfigSchema = z.object({
     })
     .prefault({}),
   sft: z
-    .object({
+    .strictObject({
       steps: z.number().int().min(0).default(300),
       batchSize: z.number().int().min(1).default(32),
       lr: z.number().positive().default(3e-3),
@@ -63,7 +63,7 @@ export const RunConfigSchema = z.object({
     .prefault({}),
   stages: z.array(StageConfigSchema).min(1),
   roc: z
-    .object({
+    .strictObject({
       enabled: z.boolean().default(true),
       mode: z.enum(['weighted', 'topk']).default('weighted'),
       /** Seconds the resampler waits for a group's 2G rewards before recording a timeout. */
@@ -71,7 +71,7 @@ export const RunConfigSchema = z.object({
     })
     .prefault({}),
   tool: z
-    .object({
+    .strictObject({
       name: z.enum(['python_code_with_standard_io', 'jupyter_code']).default('python_code_with_standard_io'),
       timeoutMs: z.number().int().min(100).max(600_000).default(4000),
       memoryMb: z.number().int().min(64).max(65536).default(384),
@@ -81,7 +81,7 @@ export const RunConfigSchema = z.object({
     })
     .prefault({}),
   trainer: z
-    .object({
+    .strictObject({
       kind: z.enum(['builtin', 'external']).default('builtin'),
       warmupSteps: z.number().int().min(0).default(20),
       epsLow: z.number().min(0).default(0.2),
@@ -94,7 +94,7 @@ export const RunConfigSchema = z.object({
     .prefault({}),
   engines: z
     .array(
-      z.object({
+      z.strictObject({
         kind: z.enum(['builtin', 'sglang', 'vllm']),
         url: z.string().url().nullable().default(null),
         kvCapacityTokens: z.number().int().positive().nullable().default(null),
@@ -103,7 +103,7 @@ export const RunConfigSchema = z.object({
     .default([{ kind: 'builtin', url: null, kvCapacityTokens: null }]),
   scheduler: z.enum(['kv-budget', 'least-requests', 'round-robin']).default('kv-budget'),
   eval: z
-    .object({
+    .strictObject({
       samples: z.number().int().min(1).default(1),
       temperature: z.number().min(0).default(0),
       maxTurns: z.number().int().min(1).default(10),
