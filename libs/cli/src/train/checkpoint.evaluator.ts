@@ -36,7 +36,7 @@ export async function evaluateCheckpoint(o: CheckpointEvalOptions): Promise<Pass
   await sandbox.start();
   try {
     const [adapter] = createEngines([`builtin=${engine.url}`]);
-    const maxResponseTokens = o.maxResponseTokens ?? Math.min(140, model.config.context);
+    const maxResponseTokens = o.maxResponseTokens ?? Math.min(124, Math.floor(model.config.context * 0.75));
     const prompts = promptsFittingContext(all, model.config.context, maxResponseTokens);
     if (prompts.length === 0) throw new RangeError(`no prompt of ${o.dataset} fits the model context of ${model.config.context} tokens`);
     const r = await evaluatePassAt1(adapter, model.tokenizer, poolToolExecutor(sandbox), prompts, {

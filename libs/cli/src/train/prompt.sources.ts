@@ -82,11 +82,10 @@ export function runPrompts(config: RunConfig, resolvePath: (p: string) => string
 
 /**
  * The prompts the built-in policy can serve: the rendered prompt (compact template, default tokenizer)
- * must leave `min(budget, context / 4)` tokens of the context window for the response. The engine caps
- * each turn at the window (the rollout then ends truncated), so the full budget need not fit.
+ * plus the response budget (model and tool tokens together, PROTOCOL §2) must fit the context window, or
+ * a rollout could outgrow the window mid-way and be refused by the engine.
  */
 export function promptsFittingContext(prompts: readonly Prompt[], context: number, budget: number): Prompt[] {
   const tok = new Tokenizer();
-  const room = Math.min(budget, Math.floor(context / 4));
-  return prompts.filter((p) => tok.encode(renderPrompt(p.problem, { compact: true })).length + room <= context);
+  return prompts.filter((p) => tok.encode(renderPrompt(p.problem, { compact: true })).length + budget <= context);
 }

@@ -14,6 +14,8 @@ export interface AblationArm {
   toolErrorRatioPositive: Array<number | null>;
   /** The same over the positives kept for training. */
   toolErrorRatioPositiveKept: Array<number | null>;
+  /** Tool-error ratio over all sampled rollouts per step. */
+  toolErrorRatioAll: Array<number | null>;
   passRate: Array<number | null>;
   passAt1Before: number | null;
   passAt1After: number | null;
@@ -25,6 +27,7 @@ export interface AblationResult {
   /** Mean over seeds and steps of the positive-rollout tool-error ratio, per arm. */
   meanToolErrorRatioPositive: { roc: number | null; grpo: number | null };
   meanToolErrorRatioPositiveKept: { roc: number | null; grpo: number | null };
+  meanToolErrorRatioAll: { roc: number | null; grpo: number | null };
   files: string[];
 }
 
@@ -51,6 +54,7 @@ export async function runRocAblation(
     arm, seed, runId: r.runId,
     toolErrorRatioPositive: r.steps.map((s) => s.metrics.toolErrorRatioPositive ?? null),
     toolErrorRatioPositiveKept: r.steps.map((s) => s.metrics.toolErrorRatioPositiveKept ?? null),
+    toolErrorRatioAll: r.steps.map((s) => s.metrics.toolErrorRatioAll ?? null),
     passRate: r.steps.map((s) => s.metrics.passRate ?? null),
     passAt1Before: r.passAt1Before?.passAt1 ?? null,
     passAt1After: r.passAt1After?.passAt1 ?? null,
@@ -64,19 +68,22 @@ export async function runRocAblation(
     arms.push(toArm('grpo', seed, grpo));
   }
   const steps = Math.max(...arms.map((a) => a.toolErrorRatioPositive.length));
-  const meanCurve = (arm: 'roc' | 'grpo', key: 'toolErrorRatioPositive' | 'toolErrorRatioPositiveKept') =>
+  const meanCurve = (arm: 'roc' | 'grpo', key: 'toolErrorRatioPositive' | 'toolErrorRatioPositiveKept' | 'toolErrorRatioAll') =>
     Array.from({ length: steps }, (_, i) => meanOf(arms.filter((a) => a.arm === arm).map((a) => a[key][i] ?? null)));
   const curves = {
     roc: meanCurve('roc', 'toolErrorRatioPositive'), grpo: meanCurve('grpo', 'toolErrorRatioPositive'),
     rocKept: meanCurve('roc', 'toolErrorRatioPositiveKept'), grpoKept: meanCurve('grpo', 'toolErrorRatioPositiveKept'),
+    rocAll: meanCurve('roc', 'toolErrorRatioAll'), grpoAll: meanCurve('grpo', 'toolErrorRatioAll'),
   };
+  const armMean = (arm: 'roc' | 'grpo', key: 'toolErrorRatioPositive' | 'toolErrorRatioPositiveKept' | 'toolErrorRatioAll') => meanOf(arms.filter((a) => a.arm === arm).flatMap((a) => a[key]));
   const result: Omit<AblationResult, 'files'> = {
     arms,
-    meanToolErrorRatioPositive: { roc: meanOf(arms.filter((a) => a.arm === 'roc').flatMap((a) => a.toolErrorRatioPositive)), grpo: meanOf(arms.filter((a) => a.arm === 'grpo').flatMap((a) => a.toolErrorRatioPositive)) },
-    meanToolErrorRatioPositiveKept: { roc: meanOf(arms.filter((a) => a.arm === 'roc').flatMap((a) => a.toolErrorRatioPositiveKept)), grpo: meanOf(arms.filter((a) => a.arm === 'grpo').flatMap((a) => a.toolErrorRatioPositiveKept)) },
+    meanToolErrorRatioPositive: { roc: armMean('roc', 'toolErrorRatioPositive'), grpo: armMean('grpo', 'toolErrorRatioPositive') },
+    meanToolErrorRatioPositiveKept: { roc: armMean('roc', 'toolErrorRatioPositiveKept'), grpo: armMean('grpo', 'toolErrorRatioPositiveKept') },
+    meanToolErrorRatioAll: { roc: armMean('roc', 'toolErrorRatioAll'), grpo: armMean('grpo', 'toolErrorRatioAll') },
   };
-  const csv = ['step,roc_tool_error_ratio_positive,grpo_tool_error_ratio_positive,roc_kept,grpo_kept',
-    ...Array.from({ length: steps }, (_, i) => [i, curves.roc[i], curves.grpo[i], curves.rocKept[i], curves.grpoKept[i]].map((v) => (v === null ? '' : String(v))).join(','))].join('\n') + '\n';
+  const csv = ['step,roc_tool_error_ratio_positive,grpo_tool_error_ratio_positive,roc_kept,grpo_kept,roc_all,grpo_all',
+    ...Array.from({ length: steps }, (_, i) => [i, curves.roc[i], curves.grpo[i], curves.rocKept[i], curves.grpoKept[i], curves.rocAll[i], curves.grpoAll[i]].map((v) => (v === null ? '' : String(v))).join(','))].join('\n') + '\n';
   const pts = (c: Array<number | null>) => c.map((y, x) => ({ x, y }));
   const files = {
     'ablation.json': JSON.stringify({ ...result, curves }, null, 2) + '\n',
