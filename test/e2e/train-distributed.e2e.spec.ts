@@ -1,8 +1,9 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureSftCheckpoint } from '../support/sft-checkpoint';
 import { parseRunConfig, type RstarEvent } from '@rstar/contracts';
 import { connectRuntime, JetStreamBus, type Runtime } from '@rstar/messaging';
 import { EnginePool, PolicyServingHandler, createEngines, startBuiltinEngine, type BuiltinEngine } from '@rstar/policy-serving';
@@ -17,11 +18,12 @@ import { RunStartConsumer } from '../../libs/cli/src/train/run-start.consumer';
 
 const NATS_URL = process.env.RSTAR_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
-const FIXTURE_CKPT = resolve(__dirname, '../fixtures/train-tiny-sft');
+// A small SFT checkpoint, trained once by the test support and cached under .rstar/cache (never committed).
+let FIXTURE_CKPT = '';
 
 // Distributed mode in one process: JetStream bus + Postgres archive, every service's handler on the bus, and
 // `rstar train --remote`'s submission (RunStarted) picked up by the optimization service's RunStartConsumer.
-describe.skipIf(!existsSync(join(FIXTURE_CKPT, 'weights.bin')))('rstar train --remote: a run submitted to the services over JetStream', () => {
+describe('rstar train --remote: a run submitted to the services over JetStream', () => {
   const tag = `train_dist_${process.pid}_${Date.now()}`;
   let runtime: Runtime;
   let sandbox: SandboxPool;
@@ -33,6 +35,7 @@ describe.skipIf(!existsSync(join(FIXTURE_CKPT, 'weights.bin')))('rstar train --r
   const lines: string[] = [];
 
   beforeAll(async () => {
+    FIXTURE_CKPT = await ensureSftCheckpoint();
     out = mkdtempSync(join(tmpdir(), 'rstar-train-dist-'));
     runtime = await connectRuntime({ natsUrl: NATS_URL, databaseUrl: PG_URL, schema: tag, stream: tag.toUpperCase(), subjectPrefix: tag, archive: true });
     const { bus, store } = runtime;

@@ -1,7 +1,8 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureSftCheckpoint } from '../support/sft-checkpoint';
 import { parseRunConfig, type RstarEvent } from '@rstar/contracts';
 import { connectRuntime, type Runtime } from '@rstar/messaging';
 import { rebuildStepBatch } from '../../libs/cli/src/train/batch.rebuild';
@@ -13,7 +14,8 @@ const count = (events: readonly RstarEvent[], type: string, step?: number) =>
 
 // The SFT checkpoint of the tiny preset (copied from a `pnpm rstar train --preset tiny` run): it solves part of
 // the task family, so RL steps have mixed-reward groups and really train.
-const FIXTURE_CKPT = resolve(__dirname, '../fixtures/train-tiny-sft');
+// A small SFT checkpoint, trained once by the test support and cached under .rstar/cache (never committed).
+let FIXTURE_CKPT = '';
 
 describe('rstar train, standalone (PGlite + in-process bus + built-in engine over the SGLang adapter)', () => {
   let runtime: Runtime;
@@ -22,6 +24,7 @@ describe('rstar train, standalone (PGlite + in-process bus + built-in engine ove
   let events: RstarEvent[];
 
   beforeAll(async () => {
+    FIXTURE_CKPT = await ensureSftCheckpoint();
     out = mkdtempSync(join(tmpdir(), 'rstar-train-e2e-'));
     runtime = await connectRuntime({ natsUrl: '', databaseUrl: '' });
     const config = parseRunConfig({
@@ -67,7 +70,7 @@ describe('rstar train, standalone (PGlite + in-process bus + built-in engine ove
   });
 });
 
-describe.skipIf(!existsSync(join(FIXTURE_CKPT, 'weights.bin')))('rstar train from a checkpoint, archived in Postgres', () => {
+describe('rstar train from a checkpoint, archived in Postgres', () => {
   let runtime: Runtime;
   let out: string;
   let result: TrainingResult;
