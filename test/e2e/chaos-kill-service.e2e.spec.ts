@@ -1,7 +1,8 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureSftCheckpoint } from '../support/sft-checkpoint';
 import { ids, parseRunConfig, type EventType, type RstarEvent } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
 import { startBuiltinEngine, type BuiltinEngine } from '@rstar/policy-serving';
@@ -12,7 +13,8 @@ import {
 } from '../support/service-process';
 
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
-const FIXTURE_CKPT = resolve(__dirname, '../fixtures/train-tiny-sft');
+// A small SFT checkpoint, trained once by the test support and cached under .rstar/cache (never committed).
+let FIXTURE_CKPT = '';
 const STEPS = 2;
 const PROMPTS = 4;
 const GROUP = 2;
@@ -31,11 +33,15 @@ const VICTIMS: Array<{ svc: Svc; after: EventType }> = [
   { svc: 'resampling', after: 'GroupResampled' },
   { svc: 'optimization', after: 'StepCompleted' },
 ];
+// policy-serving is not a victim here: killed with tool calls in flight, the run does complete with every event
+// exactly once, but only after ~180 s (60 s rollout ack wait + the 120 s tool-result timeout, because the
+// re-run rollout's ToolCallRequested is deduplicated and the old completion went to the dead instance's
+// per-pid durable), which is past this file's time budget.
 
 // Issue 7, "Must hold": SIGKILL any one service mid-run, restart it, and the run completes with no event
 // lost or doubled. Every service is a real child process (its own main.ts) on a private nats-server and a
 // private Postgres database, so the services' default stream/subject/schema names cannot touch other tests.
-describe.skipIf(!existsSync(join(FIXTURE_CKPT, 'weights.bin')))('chaos: SIGKILL one service mid-run and restart it', () => {
+describe('chaos: SIGKILL one service mid-run and restart it', () => {
   const dbName = `chaos_${process.pid}_${Date.now()}`;
   let nats: PrivateNats | undefined;
   let db: PrivateDatabase | undefined;
@@ -45,6 +51,7 @@ describe.skipIf(!existsSync(join(FIXTURE_CKPT, 'weights.bin')))('chaos: SIGKILL 
   const svcs = new Map<Svc, ServiceProcess>();
 
   beforeAll(async () => {
+    FIXTURE_CKPT = await ensureSftCheckpoint();
     ckptDir = mkdtempSync(join(tmpdir(), 'rstar-chaos-'));
     nats = await startPrivateNats();
     db = await createPrivateDatabase(PG_URL, dbName);
@@ -104,6 +111,7 @@ describe.skipIf(!existsSync(join(FIXTURE_CKPT, 'weights.bin')))('chaos: SIGKILL 
       const atKill = await readRunEvents(store!, runId);
       // The kill must land mid-run, or the test proves nothing.
       expect(count(atKill, 'RunCompleted')).toBe(0);
+      expect(count(atKill, 'StepCompleted')).toBeLessThan(STEPS);
       await svc.kill();
       await svc.start();
 
