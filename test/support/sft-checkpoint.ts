@@ -13,7 +13,7 @@ const CACHE = resolve(__dirname, '../../.rstar/cache');
  * @returns the checkpoint directory (model.json + weights.bin)
  */
 export async function ensureSftCheckpoint(opts: { steps?: number; seed?: number } = {}): Promise<string> {
-  const steps = opts.steps ?? 240;
+  const steps = opts.steps ?? 400;
   const seed = opts.seed ?? 7;
   const dir = join(CACHE, `sft-tiny-seed${seed}-steps${steps}`);
   if (existsSync(join(dir, 'model.json'))) return dir;
@@ -33,7 +33,7 @@ export async function ensureSftCheckpoint(opts: { steps?: number; seed?: number 
   }
   try {
     if (!existsSync(join(dir, 'model.json'))) {
-      await runSft({ preset: 'tiny', steps, seed, trainSize: 1024, heldOutSize: 8, outDir: dir });
+      await runSft({ preset: 'tiny', steps, seed, trainSize: 2048, heldOutSize: 8, outDir: dir });
     }
     return dir;
   } finally {

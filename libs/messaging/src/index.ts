@@ -7,3 +7,4 @@ export * from './jetstream.bus';
 export * from './archiver';
 export * from './runtime';
 export * from './jetstream.publisher';
+export * from './service.env';

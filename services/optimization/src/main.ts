@@ -3,7 +3,7 @@ import { Controller, Get, Inject, Injectable, Module, type OnApplicationShutdown
 import { NestFactory } from '@nestjs/core';
 import { RunStartConsumer } from '@rstar/cli';
 import { EventStore } from '@rstar/event-store';
-import { JetStreamBus } from '@rstar/messaging';
+import { JetStreamBus, jetStreamOptionsFromEnv } from '@rstar/messaging';
 import { createEngines } from '@rstar/policy-serving';
 import { createLogger } from '@rstar/telemetry';
 
@@ -60,7 +60,7 @@ async function bootstrap(): Promise<void> {
   if (!engines.length) throw new OptimizationConfigError('RSTAR_ENGINES is empty; set it to the engines policy-serving uses, e.g. "builtin=http://127.0.0.1:30001"', 'RSTAR_ENGINES');
   const port = Number(env.PORT ?? 3005);
   if (!Number.isInteger(port) || port < 0) throw new OptimizationConfigError(`PORT must be a port number, got "${env.PORT}"`, 'PORT');
-  const bus = await JetStreamBus.connect({ servers: env.RSTAR_NATS_URL || 'nats://127.0.0.1:4222', name: 'optimization' });
+  const bus = await JetStreamBus.connect(jetStreamOptionsFromEnv('optimization', env));
   const store = await EventStore.connect({ connectionString: env.RSTAR_DATABASE_URL, schema: env.RSTAR_DB_SCHEMA || undefined });
   const runner = new RunStartConsumer(bus, store, {
     engines: createEngines(engines), checkpointRoot: env.RSTAR_CHECKPOINT_DIR || 'runs', log: (msg, fields) => log.info(msg, fields),

@@ -3,7 +3,7 @@ import { Controller, Get, Inject, Injectable, Module, type OnApplicationShutdown
 import { NestFactory } from '@nestjs/core';
 import type { EventType, RstarEvent } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
-import { JetStreamBus } from '@rstar/messaging';
+import { JetStreamBus, jetStreamOptionsFromEnv } from '@rstar/messaging';
 import { createLogger } from '@rstar/telemetry';
 import { ResamplingHandler, type ResamplingEventSource } from './resampling.handler';
 
@@ -73,7 +73,7 @@ async function bootstrap(): Promise<void> {
   if (!databaseUrl) throw new ResamplingConfigError('RSTAR_DATABASE_URL is not set (the Postgres archive, e.g. postgres://rstar:rstar@127.0.0.1:5432/rstar)', 'RSTAR_DATABASE_URL');
   const port = Number(process.env.PORT ?? 3004);
   if (!Number.isInteger(port) || port < 0) throw new ResamplingConfigError(`PORT must be a port number, got "${process.env.PORT}"`, 'PORT');
-  const bus = await JetStreamBus.connect({ servers: process.env.RSTAR_NATS_URL || 'nats://127.0.0.1:4222', name: 'resampling' });
+  const bus = await JetStreamBus.connect(jetStreamOptionsFromEnv('resampling'));
   const store = await EventStore.connect({ connectionString: databaseUrl, schema: process.env.RSTAR_DB_SCHEMA || undefined });
   const handler = new ResamplingHandler(bus, { store: archiveSource(store) });
 

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { Controller, Get, Header, Inject, Injectable, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { SympySandboxBackend } from '@rstar/grader';
-import { JetStreamBus } from '@rstar/messaging';
+import { JetStreamBus, jetStreamOptionsFromEnv } from '@rstar/messaging';
 import { SandboxPool } from '@rstar/sandbox';
 import { collectProcessMetrics, createLogger, metricsRegistry } from '@rstar/telemetry';
 import { RewardGradingHandler } from './reward-grading.handler';
@@ -54,7 +54,7 @@ async function bootstrap(): Promise<void> {
   const timeoutMs = Number(process.env.GRADER_SYMBOLIC_TIMEOUT_MS ?? 4000);
   if (!Number.isFinite(port) || !Number.isFinite(timeoutMs)) throw new Error('PORT and GRADER_SYMBOLIC_TIMEOUT_MS must be numbers');
   collectProcessMetrics();
-  const bus = await JetStreamBus.connect({ servers: natsUrl, name: 'reward-grading' });
+  const bus = await JetStreamBus.connect({ ...jetStreamOptionsFromEnv('reward-grading'), servers: natsUrl });
   // A small pool of its own for sympy checks, as rStar2 sends verification to its code service.
   const pool = new SandboxPool({ workers: Number(process.env.GRADER_SANDBOX_WORKERS ?? 2) });
   await pool.start();

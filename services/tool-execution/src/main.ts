@@ -13,7 +13,7 @@ async function main(): Promise<void> {
   const workers = process.env.RSTAR_SANDBOX_WORKERS ? Number(process.env.RSTAR_SANDBOX_WORKERS) : undefined;
   const natsUrl = process.env.RSTAR_NATS_URL || undefined;
   let runtime: Runtime | null = null;
-  if (natsUrl) runtime = await connectRuntime({ natsUrl, archive: false, name: 'tool-execution' });
+  if (natsUrl) runtime = await connectRuntime({ natsUrl, archive: false, name: 'tool-execution', stream: process.env.RSTAR_STREAM || undefined, subjectPrefix: process.env.RSTAR_SUBJECT_PREFIX || undefined, schema: process.env.RSTAR_DB_SCHEMA || undefined });
   const svc = await startToolExecution({ port, host: '0.0.0.0', natsUrl, bus: runtime?.bus, pool: { workers } });
   process.stdout.write(JSON.stringify({ event: 'listening', url: svc.url, health: svc.pool.health() }) + '\n');
   let stopping = false;
