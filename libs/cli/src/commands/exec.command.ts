@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
-import { createReadStream, statSync } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { HttpExecutor, SandboxPool, runExecLines, type Executor } from '@rstar/sandbox';
+import { assertReadableFile } from '../input-file';
 
 /**
  * `rstar exec [file] [--concurrency N] [--remote URL]`: JSON lines `{id, code, input?, timeoutMs?,
@@ -43,16 +44,6 @@ export function register(program: Command): void {
     });
 }
 
-/** @throws Error naming the path when it does not exist or is not a regular file. */
-function assertReadableFile(file: string): void {
-  let isFile: boolean;
-  try {
-    isFile = statSync(file).isFile();
-  } catch {
-    throw new Error(`input file ${file} does not exist; pass a JSON-lines file or pipe the lines on stdin`);
-  }
-  if (!isFile) throw new Error(`input ${file} is not a file; pass a JSON-lines file or pipe the lines on stdin`);
-}
 
 /**
  * Probe `GET <url>/health` once, so a wrong `--remote` is one clear error instead of a `sandbox_error`

@@ -1,8 +1,9 @@
 import { gradeJsonLine, SympySandboxBackend, warmUp, type SymbolicBackend } from '@rstar/grader';
 import { SandboxPool } from '@rstar/sandbox';
 import type { Command } from 'commander';
-import { createReadStream, statSync } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { assertReadableFile } from '../input-file';
 
 /**
  * `rstar grade [file]`: reads JSON lines `{id, prediction, gold}` from the file or stdin and writes
@@ -45,13 +46,3 @@ export function register(program: Command): void {
     });
 }
 
-/** @throws Error naming the path when it does not exist or is not a regular file. */
-function assertReadableFile(file: string): void {
-  let isFile: boolean;
-  try {
-    isFile = statSync(file).isFile();
-  } catch {
-    throw new Error(`input file ${file} does not exist; pass a JSON-lines file or pipe the lines on stdin`);
-  }
-  if (!isFile) throw new Error(`input ${file} is not a file; pass a JSON-lines file or pipe the lines on stdin`);
-}
