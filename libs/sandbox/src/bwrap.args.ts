@@ -82,6 +82,12 @@ export function bwrapArgs(p: {
   for (const d of ['/usr', '/bin', '/lib', '/lib64', '/sbin']) if (existsSync(d)) args.push('--ro-bind', d, d);
   for (const f of ['/etc/ld.so.cache', '/etc/ld.so.conf', '/etc/localtime', '/etc/alternatives'])
     if (existsSync(f)) args.push('--ro-bind', f, f);
+  const zygotePath = '/opt/rstar/zygote.py';
+  args.push('--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--tmpfs', '/dev/shm');
+  args.push('--perms', '0755', '--dir', '/opt', '--perms', '0755', '--dir', '/opt/rstar');
+  args.push('--ro-bind', p.zygoteHostPath, zygotePath);
+  args.push('--perms', '1777', '--tmpfs', '/tmp', '--perms', '1777', '--tmpfs', '/var/tmp', '--tmpfs', '/run');
+  // After the tmpfs mounts, so a Python install under /tmp, /var/tmp or /run (a checkout there) stays visible.
   // bwrap creates missing mount-point parents as 0700 root dirs; the unprivileged call uid must traverse them.
   const bound = ['/usr', '/bin', '/lib', '/lib64', '/sbin'];
   const made = new Set<string>();
@@ -97,11 +103,6 @@ export function bwrapArgs(p: {
     }
     args.push('--ro-bind', r, r);
   }
-  const zygotePath = '/opt/rstar/zygote.py';
-  args.push('--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--tmpfs', '/dev/shm');
-  args.push('--perms', '0755', '--dir', '/opt', '--perms', '0755', '--dir', '/opt/rstar');
-  args.push('--ro-bind', p.zygoteHostPath, zygotePath);
-  args.push('--perms', '1777', '--tmpfs', '/tmp', '--perms', '1777', '--tmpfs', '/var/tmp', '--tmpfs', '/run');
   const call = bindLeaf(args, 'call', p.call);
   const sessions = p.sessions.map((s, i) => bindLeaf(args, `s${i}`, s)!);
   for (const cap of ['CAP_SETUID', 'CAP_SETGID', 'CAP_KILL', 'CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_FOWNER'])

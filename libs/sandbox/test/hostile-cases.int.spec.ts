@@ -3,7 +3,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SandboxPool, type ExecResult } from '../src';
+import { REPO_ROOT, SandboxPool, type ExecResult } from '../src';
 import { sandboxProcesses, waitFor } from './process-probe';
 
 /**
@@ -249,7 +249,7 @@ describe('hostile cases', () => {
     expect(r.stdout).toBe("['result.txt', 'rootfs']\nno hostname\n");
     expect(existsSync('/etc/passwd')).toBe(true);
     // Only the Python install is visible: no service code, no home directories, no host /etc.
-    const ls = await run('import os\nprint(sorted(os.listdir("/")))\nprint(os.listdir("/work/main"), os.listdir("/root"), os.path.exists("/etc/passwd"))');
+    const ls = await run(`import os\nprint(sorted(os.listdir("/")))\nprint(os.listdir(${JSON.stringify(REPO_ROOT)}), os.listdir("/root"), os.path.exists("/etc/passwd"))`);
     expect(ls.stdout).not.toMatch(/'home'|'srv'/);
     expect(ls.stdout.split('\n')[1]).toBe("['.venv'] ['.pyenv'] False");
   });
