@@ -69,3 +69,17 @@ export async function requestJson(
   const msg = lastError instanceof Error ? `${lastError.message}${(lastError as { cause?: { code?: string } }).cause?.code ? ` (${(lastError as { cause: { code: string } }).cause.code})` : ''}` : String(lastError);
   throw new EngineUnavailableError(engineId, `${path} failed ${retry.attempts} times: ${msg}`, lastError);
 }
+
+/**
+ * One `GET /health` without retries (5 s timeout): true when the engine answers, false when it is
+ * unreachable or answers with an error. Other failures (a bug) are rethrown.
+ */
+export async function probeHealth(engineId: string, url: string, retry: RetryPolicy): Promise<boolean> {
+  try {
+    await requestJson(engineId, url, '/health', { expectJson: false }, { ...retry, attempts: 1, timeoutMs: 5000 });
+    return true;
+  } catch (e) {
+    if (e instanceof EngineUnavailableError || e instanceof EngineResponseError) return false;
+    throw e;
+  }
+}

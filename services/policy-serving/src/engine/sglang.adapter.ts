@@ -1,7 +1,7 @@
 import type { GenerateFinishReason, GenerateRequest, GenerateResult } from '@rstar/agent';
-import { EngineResponseError, EngineUnavailableError } from './engine.errors';
+import { EngineResponseError } from './engine.errors';
 import type { EngineAdapter, ServerInfo } from './engine.port';
-import { DEFAULT_RETRY, requestJson, type RetryPolicy } from './http.client';
+import { DEFAULT_RETRY, probeHealth, requestJson, type RetryPolicy } from './http.client';
 
 interface SglangGenerateResponse {
   text?: string;
@@ -89,13 +89,7 @@ export class SglangAdapter implements EngineAdapter {
     await requestJson(this.id, this.url, '/flush_cache', { method: 'POST', expectJson: false }, this.retry);
   }
 
-  async health(): Promise<boolean> {
-    try {
-      await requestJson(this.id, this.url, '/health', { expectJson: false }, { ...this.retry, attempts: 1, timeoutMs: 5000 });
-      return true;
-    } catch (e) {
-      if (e instanceof EngineUnavailableError || e instanceof EngineResponseError) return false;
-      throw e;
-    }
+  health(): Promise<boolean> {
+    return probeHealth(this.id, this.url, this.retry);
   }
 }

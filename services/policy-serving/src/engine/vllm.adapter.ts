@@ -1,7 +1,7 @@
 import type { GenerateFinishReason, GenerateRequest, GenerateResult } from '@rstar/agent';
-import { EngineResponseError, EngineUnavailableError, EngineUnsupportedError } from './engine.errors';
+import { EngineResponseError, EngineUnsupportedError } from './engine.errors';
 import type { EngineAdapter, ServerInfo } from './engine.port';
-import { DEFAULT_RETRY, requestJson, type RetryPolicy } from './http.client';
+import { DEFAULT_RETRY, probeHealth, requestJson, type RetryPolicy } from './http.client';
 
 interface VllmChoice {
   text?: string;
@@ -110,13 +110,7 @@ export class VllmAdapter implements EngineAdapter {
     await requestJson(this.id, this.url, '/reset_prefix_cache', { method: 'POST', expectJson: false }, this.retry);
   }
 
-  async health(): Promise<boolean> {
-    try {
-      await requestJson(this.id, this.url, '/health', { expectJson: false }, { ...this.retry, attempts: 1, timeoutMs: 5000 });
-      return true;
-    } catch (e) {
-      if (e instanceof EngineUnavailableError || e instanceof EngineResponseError) return false;
-      throw e;
-    }
+  health(): Promise<boolean> {
+    return probeHealth(this.id, this.url, this.retry);
   }
 }
