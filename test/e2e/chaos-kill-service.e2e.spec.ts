@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureSftCheckpoint } from '../support/sft-checkpoint';
+import { SFT_CHECKPOINT_TIMEOUT_MS, ensureSftCheckpoint } from '../support/sft-checkpoint';
 import { ids, parseRunConfig, type EventType, type RstarEvent } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
 import { startBuiltinEngine, type BuiltinEngine } from '@rstar/policy-serving';
@@ -74,7 +74,7 @@ describe('chaos: SIGKILL one service mid-run and restart it', () => {
     await svcs.get('control-plane')!.start();
     await Promise.all(order.slice(1).map((s) => svcs.get(s)!.start()));
     store = await EventStore.connect({ connectionString: db.url });
-  }, 180_000);
+  }, SFT_CHECKPOINT_TIMEOUT_MS + 180_000);
 
   afterAll(async () => {
     // Every child goes, even when a test failed half-way.

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureSftCheckpoint } from '../support/sft-checkpoint';
+import { SFT_CHECKPOINT_TIMEOUT_MS, ensureSftCheckpoint } from '../support/sft-checkpoint';
 import { parseRunConfig, type RstarEvent } from '@rstar/contracts';
 import { connectRuntime, JetStreamBus, type Runtime } from '@rstar/messaging';
 import { EnginePool, PolicyServingHandler, createEngines, startBuiltinEngine, type BuiltinEngine } from '@rstar/policy-serving';
@@ -64,7 +64,7 @@ describe('rstar train --remote: a run submitted to the services over JetStream',
     runId = await submitRemoteRun(config, { bus, onLine: (l) => lines.push(l) });
     await runtime.flush();
     events = await readRunEvents(store, runId);
-  }, 300_000);
+  }, SFT_CHECKPOINT_TIMEOUT_MS + 300_000);
 
   afterAll(async () => {
     for (const stop of stops) await stop().catch(() => undefined);

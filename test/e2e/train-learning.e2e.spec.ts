@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseRunConfig } from '@rstar/contracts';
 import { connectRuntime, type Runtime } from '@rstar/messaging';
 import { runTraining, type TrainingResult } from '../../libs/cli/src/train/training.run';
-import { ensureSftCheckpoint } from '../support/sft-checkpoint';
+import { SFT_CHECKPOINT_TIMEOUT_MS, ensureSftCheckpoint } from '../support/sft-checkpoint';
 
 /**
  * Does GRPO-RoC make the tiny policy better? The RL stages of the `tiny` preset, started from the same
@@ -34,7 +34,7 @@ describe('the tiny preset learns: held-out pass@1 rises over the SFT checkpoint'
     });
     runtime = await connectRuntime({ natsUrl: '', databaseUrl: '' });
     result = await runTraining(config, { runtime, outDir: out });
-  }, 900_000);
+  }, SFT_CHECKPOINT_TIMEOUT_MS + 600_000);
 
   afterAll(async () => {
     await runtime?.close();

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureSftCheckpoint } from '../support/sft-checkpoint';
+import { SFT_CHECKPOINT_TIMEOUT_MS, ensureSftCheckpoint } from '../support/sft-checkpoint';
 import { parseRunConfig, type RstarEvent } from '@rstar/contracts';
 import { connectRuntime, type Runtime } from '@rstar/messaging';
 import { rebuildStepBatch } from '../../libs/cli/src/train/batch.rebuild';
@@ -37,7 +37,7 @@ describe('rstar train, standalone (PGlite + in-process bus + built-in engine ove
     });
     result = await runTraining(config, { runtime, outDir: out, sandboxWorkers: 1 });
     events = await readRunEvents(runtime.store, result.runId);
-  }, 300_000);
+  }, SFT_CHECKPOINT_TIMEOUT_MS + 300_000);
 
   afterAll(async () => {
     await runtime?.close();

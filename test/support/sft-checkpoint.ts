@@ -1,14 +1,34 @@
-import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { runSft } from '@rstar/policy';
 
 const CACHE = resolve(__dirname, '../../.rstar/cache');
 
+/** Milliseconds a caller's `beforeAll` must allow: training the checkpoint takes ~4 min on a busy 2-core machine. */
+export const SFT_CHECKPOINT_TIMEOUT_MS = 900_000;
+
+function ownerAlive(lock: string): boolean {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(join(lock, 'owner'), 'utf8'));
+  } catch {
+    return true; // the owner is between mkdir and writing its pid
+  }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * A tiny SFT checkpoint for tests that need a policy which already writes tool calls. Checkpoints are
- * produced by a command, never committed: the first caller trains one with `runSft` (seeded, so every
- * machine gets the same data order and init) and later callers reuse it from `.rstar/cache/`. A mkdir
- * lock lets parallel test workers wait for the one that trains.
+ * produced by a command, never committed: the first caller trains one with `runSft` (the `tiny` preset's
+ * 400 steps, seeded, so every machine gets the same data order and init) and later callers reuse it from
+ * `.rstar/cache/`. A mkdir lock holding the owner's pid lets parallel test workers wait for the one that
+ * trains, and take over when that worker died (a test file's process ends with its file). Call it from a
+ * `beforeAll` with at least {@link SFT_CHECKPOINT_TIMEOUT_MS}.
  *
  * @returns the checkpoint directory (model.json + weights.bin)
  */
@@ -22,13 +42,12 @@ export async function ensureSftCheckpoint(opts: { steps?: number; seed?: number 
   for (;;) {
     try {
       mkdirSync(lock);
+      writeFileSync(join(lock, 'owner'), String(process.pid));
       break;
     } catch {
       if (existsSync(join(dir, 'model.json'))) return dir;
-      // A lock older than 20 minutes belongs to a worker that died: take it over.
-      const held = statSync(lock, { throwIfNoEntry: false });
-      if (held && Date.now() - held.mtimeMs > 20 * 60_000) rmSync(lock, { recursive: true, force: true });
-      await new Promise((r) => setTimeout(r, 500));
+      if (!ownerAlive(lock)) rmSync(lock, { recursive: true, force: true });
+      else await new Promise((r) => setTimeout(r, 500));
     }
   }
   try {
