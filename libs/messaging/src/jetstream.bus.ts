@@ -1,5 +1,5 @@
 import { connect } from '@nats-io/transport-node';
-import { nanos, natsHeaders, type NatsConnection } from './nats-compat';
+import { nanos, type NatsConnection } from './nats-compat';
 import {
   AckPolicy,
   DeliverPolicy,
