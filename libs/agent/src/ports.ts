@@ -1,4 +1,4 @@
-import type { ToolStatus } from '@rstar/contracts';
+import type { ExecResult as SandboxExecResult } from '@rstar/sandbox';
 
 /**
  * Tokenizer port: the policy's tokenizer (the built-in policy's, or a real model's). `encode` must be
@@ -47,16 +47,7 @@ export interface EngineSession {
 }
 
 /** The execution result of `@rstar/sandbox` (and of `ToolCallCompleted`). Times in milliseconds. */
-export interface ExecResult {
-  status: ToolStatus;
-  stdout: string;
-  stderr: string;
-  exitCode: number | null;
-  signal: string | null;
-  wallMs: number;
-  cpuMs: number;
-  truncated: boolean;
-}
+export type ExecResult = SandboxExecResult;
 
 /** One tool execution request; `session` is set for the stateful `jupyter_code` flavour (one per rollout). */
 export interface ExecRequest {

@@ -5,6 +5,7 @@ import { SandboxPool } from '@rstar/sandbox';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { rngFromSeed, seedOf } from '@rstar/grpo';
 
 /*
  * `pnpm bench scheduler`: KV-budget vs least-requests vs round-robin rollout scheduling (PROTOCOL §7).
@@ -16,17 +17,8 @@ import { join } from 'node:path';
 
 // ---------------------------------------------------------------- workload (seeded, skewed)
 
-/** mulberry32: a small seeded PRNG, so every policy sees the same workload. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The seeded PRNG of @rstar/grpo, so every policy sees the same workload. */
+const prng = (seed: number): (() => number) => rngFromSeed(seedOf('scheduler-bench', seed));
 
 function lognormal(rand: () => number, median: number, sigma: number): number {
   const u = Math.max(rand(), 1e-12);
