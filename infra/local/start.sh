@@ -20,6 +20,11 @@ else
   fi
   run_pg "$PG_BIN/pg_ctl" -D "$data" -l "$data/server.log" -w start >/dev/null
   touch "$RSTAR_STATE_DIR/pg.started"
+  # The archive writes ~2 KB of WAL per event: with the default 1 GB max_wal_size a benchmark forces a
+  # checkpoint every ~200k events, and each checkpoint makes the next writes of every index page log a full
+  # page image. Applied on every start (ALTER SYSTEM is idempotent) so clusters made earlier get it too.
+  run_pg "$PG_BIN/psql" -h 127.0.0.1 -p "$RSTAR_PG_PORT" -U postgres -qc "ALTER SYSTEM SET max_wal_size = '4GB'" \
+    -c "ALTER SYSTEM SET checkpoint_timeout = '15min'" -c "SELECT pg_reload_conf()" >/dev/null
   run_pg "$PG_BIN/psql" -h 127.0.0.1 -p "$RSTAR_PG_PORT" -U postgres -tc "SELECT 1 FROM pg_roles WHERE rolname='rstar'" | grep -q 1 \
     || run_pg "$PG_BIN/psql" -h 127.0.0.1 -p "$RSTAR_PG_PORT" -U postgres -qc "CREATE ROLE rstar LOGIN SUPERUSER PASSWORD 'rstar'"
   for db in rstar rstar_test; do
