@@ -11,7 +11,7 @@ import { createLogger } from '@rstar/telemetry';
  * and in the same run the ceiling: the raw rate of the archive's `unnest` batch insert
  * (`EventStore.appendBatch`, batches of B (default 500, the archiver's), two in flight, as the archiver runs them) on the same
  * events in a fresh table. Producers run as separate processes (as services do), the archiver in this
- * one. Servers: RSTAR_NATS_URL / RSTAR_DATABASE_URL, else the test servers. Uses a private schema and
+ * one (started by `pnpm bench` with `--max-semi-space-size=64`, as the control-plane runs). Servers: RSTAR_NATS_URL / RSTAR_DATABASE_URL, else the test servers. Uses a private schema and
  * stream, dropped at the end.
  */
 export async function run(args: string[]): Promise<object> {
