@@ -8,3 +8,4 @@ export * from './archiver';
 export * from './runtime';
 export * from './jetstream.publisher';
 export * from './service.env';
+export * from './service.lifecycle';

@@ -1,15 +1,13 @@
 import 'reflect-metadata';
-import { Controller, Get, Inject, Injectable, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Controller, Get, Inject, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { RunStartConsumer } from '@rstar/cli';
 import { EventStore } from '@rstar/event-store';
-import { JetStreamBus, jetStreamOptionsFromEnv } from '@rstar/messaging';
+import { JetStreamBus, ServiceLifecycle, jetStreamOptionsFromEnv } from '@rstar/messaging';
 import { createEngines } from '@rstar/policy-serving';
 import { createLogger } from '@rstar/telemetry';
 
 const RUNNER = Symbol('RUNNER');
-const BUS = Symbol('BUS');
-const STORE = Symbol('STORE');
 const log = createLogger('optimization');
 
 /** A missing or bad setting; the message names the variable and the fix. */
@@ -27,23 +25,6 @@ class HealthController {
   @Get('health')
   health() {
     return { ok: true, activeRun: this.runner.active };
-  }
-}
-
-@Injectable()
-class Lifecycle implements OnModuleInit, OnApplicationShutdown {
-  constructor(
-    @Inject(RUNNER) private readonly runner: RunStartConsumer,
-    @Inject(BUS) private readonly bus: JetStreamBus,
-    @Inject(STORE) private readonly store: EventStore,
-  ) {}
-  async onModuleInit() {
-    await this.runner.start();
-  }
-  async onApplicationShutdown() {
-    await this.runner.stop();
-    await this.bus.close();
-    await this.store.close();
   }
 }
 
@@ -67,7 +48,8 @@ async function bootstrap(): Promise<void> {
   });
 
   @Module({ controllers: [HealthController], providers: [
-    { provide: RUNNER, useValue: runner }, { provide: BUS, useValue: bus }, { provide: STORE, useValue: store }, { provide: Lifecycle, useClass: Lifecycle },
+    { provide: RUNNER, useValue: runner },
+    { provide: ServiceLifecycle, useValue: new ServiceLifecycle([runner, { stop: () => bus.close() }, { stop: () => store.close() }], (err) => log.warn('stop failed', { err })) },
   ] })
   class OptimizationModule {}
 

@@ -1,15 +1,12 @@
 import 'reflect-metadata';
-import { Controller, Get, Inject, Injectable, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Controller, Get, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { EventType, RstarEvent } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
-import { JetStreamBus, jetStreamOptionsFromEnv } from '@rstar/messaging';
+import { JetStreamBus, ServiceLifecycle, jetStreamOptionsFromEnv } from '@rstar/messaging';
 import { createLogger } from '@rstar/telemetry';
 import { ResamplingHandler, type ResamplingEventSource } from './resampling.handler';
 
-const HANDLER = Symbol('HANDLER');
-const BUS = Symbol('BUS');
-const STORE = Symbol('STORE');
 const log = createLogger('resampling');
 
 /** A missing or bad setting; the message names the variable and the fix. */
@@ -45,23 +42,6 @@ class HealthController {
   }
 }
 
-@Injectable()
-class Lifecycle implements OnModuleInit, OnApplicationShutdown {
-  constructor(
-    @Inject(HANDLER) private readonly handler: ResamplingHandler,
-    @Inject(BUS) private readonly bus: JetStreamBus,
-    @Inject(STORE) private readonly store: EventStore,
-  ) {}
-  async onModuleInit() {
-    await this.handler.start();
-  }
-  async onApplicationShutdown() {
-    await this.handler.stop();
-    await this.bus.close();
-    await this.store.close();
-  }
-}
-
 /**
  * The resampling service in distributed mode: RSTAR_NATS_URL (default nats://127.0.0.1:4222),
  * RSTAR_DATABASE_URL (required: the archive it rebuilds open groups from after a restart), PORT (default
@@ -80,10 +60,7 @@ async function bootstrap(): Promise<void> {
   @Module({
     controllers: [HealthController],
     providers: [
-      { provide: BUS, useValue: bus },
-      { provide: STORE, useValue: store },
-      { provide: HANDLER, useValue: handler },
-      { provide: Lifecycle, useClass: Lifecycle },
+      { provide: ServiceLifecycle, useValue: new ServiceLifecycle([handler, { stop: () => bus.close() }, { stop: () => store.close() }], (err) => log.warn('stop failed', { err })) },
     ],
   })
   class ResamplingModule {}

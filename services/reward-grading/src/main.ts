@@ -1,14 +1,12 @@
 import 'reflect-metadata';
-import { Controller, Get, Header, Inject, Injectable, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Controller, Get, Header, Inject, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { SympySandboxBackend } from '@rstar/grader';
-import { JetStreamBus, jetStreamOptionsFromEnv } from '@rstar/messaging';
+import { JetStreamBus, ServiceLifecycle, jetStreamOptionsFromEnv } from '@rstar/messaging';
 import { SandboxPool } from '@rstar/sandbox';
 import { collectProcessMetrics, createLogger, metricsRegistry } from '@rstar/telemetry';
 import { RewardGradingHandler } from './reward-grading.handler';
 
-const HANDLER = Symbol('HANDLER');
-const BUS = Symbol('BUS');
 const POOL = Symbol('POOL');
 const log = createLogger('reward-grading');
 
@@ -30,24 +28,6 @@ class HealthController {
   }
 }
 
-/** Starts the handler after wiring; drains it, the bus and the sandbox on shutdown. */
-@Injectable()
-class Lifecycle implements OnModuleInit, OnApplicationShutdown {
-  constructor(
-    @Inject(HANDLER) private readonly handler: RewardGradingHandler,
-    @Inject(BUS) private readonly bus: JetStreamBus,
-    @Inject(POOL) private readonly pool: SandboxPool,
-  ) {}
-  async onModuleInit() {
-    await this.handler.start();
-  }
-  async onApplicationShutdown() {
-    await this.handler.stop();
-    await this.bus.close();
-    await this.pool.close();
-  }
-}
-
 async function bootstrap(): Promise<void> {
   const port = Number(process.env.PORT ?? 3004);
   const natsUrl = process.env.RSTAR_NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -63,10 +43,8 @@ async function bootstrap(): Promise<void> {
   @Module({
     controllers: [HealthController],
     providers: [
-      { provide: BUS, useValue: bus },
       { provide: POOL, useValue: pool },
-      { provide: HANDLER, useValue: handler },
-      { provide: Lifecycle, useClass: Lifecycle },
+      { provide: ServiceLifecycle, useValue: new ServiceLifecycle([handler, { stop: () => bus.close() }, { stop: () => pool.close() }], (err) => log.warn('stop failed', { err })) },
     ],
   })
   class RewardGradingModule {}
