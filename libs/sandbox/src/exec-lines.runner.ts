@@ -1,5 +1,7 @@
 import type { ExecRequest, ExecResult } from './sandbox.types';
 import { poolResult } from './sandbox.pool';
+import { DEFAULT_LIMITS, DEFAULT_MAXIMA, resolveRequest } from './exec-request.validator';
+import { INVALID_REQUEST_PREFIX } from './sandbox.errors';
 
 /** Anything that runs one request: the in-process pool or a remote service. */
 export interface Executor {
@@ -31,7 +33,28 @@ export function parseExecLine(line: string, lineNo: number): { id: string | numb
   if (unknown.length) return { id, error: `line ${lineNo}: ${unknown[0]}: unknown field (allowed: ${[...ALLOWED].join(', ')})` };
   if (typeof o.code !== 'string') return { id, error: `line ${lineNo}: code: is required and must be a string` };
   const { id: _drop, ...req } = o;
+  try {
+    // The pool's own check, here too, so the message carries the line number.
+    resolveRequest(req, DEFAULT_LIMITS, DEFAULT_MAXIMA);
+  } catch (e) {
+    return { id, error: `line ${lineNo}: ${(e as Error).message}` };
+  }
   return { id, req: req as unknown as ExecRequest };
+}
+
+/** What {@link runExecLines} did: result lines by status, and how many input lines were not valid requests. */
+export interface ExecRunSummary {
+  /** Result lines by status (invalid lines count as `sandbox_error` here too). */
+  counts: Record<string, number>;
+  /** Result lines written (= non-blank input lines). */
+  total: number;
+  /** Lines that were not a valid request: unparsable, a field missing or wrong, or rejected by the executor. */
+  invalid: number;
+}
+
+/** A `sandbox_error` produced because the request itself was invalid (never ran). */
+function isInvalidRequest(r: ExecResult): boolean {
+  return r.status === 'sandbox_error' && r.stderr.startsWith(INVALID_REQUEST_PREFIX);
 }
 
 function toLine(id: string | number | null, r: ExecResult): ExecLine {
@@ -55,15 +78,17 @@ function toLine(id: string | number | null, r: ExecResult): ExecLine {
  * per input line **in input order** as soon as it and all before it are done. Blank lines are skipped;
  * bad lines produce a `sandbox_error` result naming the field, and the run continues.
  * Requests of one session run in input order (the pool serialises per session).
- * @returns counts by status.
+ * @returns counts by status and the number of invalid lines (`rstar exec` turns it into its exit code).
  */
 export async function runExecLines(
   lines: AsyncIterable<string>,
   executor: Executor,
   opts: { concurrency: number },
   emit: (line: ExecLine) => void,
-): Promise<Record<string, number>> {
+): Promise<ExecRunSummary> {
   const counts: Record<string, number> = {};
+  let total = 0;
+  let invalid = 0;
   const done = new Map<number, ExecLine>();
   let nextOut = 0;
   let idx = 0;
@@ -74,6 +99,7 @@ export async function runExecLines(
       const l = done.get(nextOut)!;
       done.delete(nextOut++);
       counts[l.status] = (counts[l.status] ?? 0) + 1;
+      total++;
       emit(l);
     }
   };
@@ -85,7 +111,8 @@ export async function runExecLines(
     const my = idx++;
     const parsed = parseExecLine(raw, lineNo);
     if (parsed.error || !parsed.req) {
-      done.set(my, toLine(parsed.id, poolResult('sandbox_error', parsed.error ?? 'invalid request')));
+      invalid++;
+      done.set(my, toLine(parsed.id, poolResult('sandbox_error', `${INVALID_REQUEST_PREFIX}${parsed.error ?? 'not a request'}`)));
       flush();
       continue;
     }
@@ -96,6 +123,7 @@ export async function runExecLines(
       .then(() => executor.execute(req))
       .catch((e: unknown) => poolResult('sandbox_error', `execution failed: ${(e as Error).message}`))
       .then((r) => {
+        if (isInvalidRequest(r)) invalid++;
         done.set(my, toLine(parsed.id, r));
         flush();
       });
@@ -106,7 +134,7 @@ export async function runExecLines(
   }
   await Promise.all([...inflight]);
   flush();
-  return counts;
+  return { counts, total, invalid };
 }
 
 /**
@@ -130,7 +158,7 @@ export class HttpExecutor implements Executor {
         await new Promise((r) => setTimeout(r, Math.min(wait, 5000) * (0.5 + Math.random())));
         continue;
       }
-      if (res.status === 400) return poolResult('sandbox_error', `invalid request: ${String(body.message ?? 'rejected')}`);
+      if (res.status === 400) return poolResult('sandbox_error', `${INVALID_REQUEST_PREFIX}${String(body.message ?? 'rejected')}`);
       if (!res.ok) return poolResult('sandbox_error', `service answered HTTP ${res.status}: ${JSON.stringify(body).slice(0, 300)}`);
       return body as unknown as ExecResult;
     }

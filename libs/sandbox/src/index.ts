@@ -15,6 +15,7 @@ export type {
 export { DEFAULT_LIMITS, DEFAULT_MAXIMA, MIN_MEMORY_MB, resolveRequest, type ResolvedRequest } from './exec-request.validator';
 export { resolvePython, REPO_ROOT } from './python.resolver';
 export {
+  INVALID_REQUEST_PREFIX,
   SandboxError,
   InvalidRequestError,
   PoolNotRunningError,
@@ -34,4 +35,4 @@ export {
   type ReplayReport,
   type ReplayExecutor,
 } from './trajectory.replay';
-export { runExecLines, parseExecLine, HttpExecutor, type Executor, type ExecLine } from './exec-lines.runner';
+export { runExecLines, parseExecLine, HttpExecutor, type Executor, type ExecLine, type ExecRunSummary } from './exec-lines.runner';

@@ -1,3 +1,9 @@
+/**
+ * How the stderr of a `sandbox_error` result starts when the request itself was invalid (it never ran);
+ * the rest names the field and the fix. Pool, HTTP client and `rstar exec` all use it.
+ */
+export const INVALID_REQUEST_PREFIX = 'invalid request: ';
+
 /** Base class of sandbox errors; `code` is machine-readable. */
 export class SandboxError extends Error {
   constructor(

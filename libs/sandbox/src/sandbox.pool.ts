@@ -1,15 +1,29 @@
 import { cpus, tmpdir } from 'node:os';
-import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { bwrapUsable, sandboxEnv } from './bwrap.args';
 import { CgroupManager, pidAlive, type WorkerCgroups } from './cgroup.manager';
 import { DEFAULT_LIMITS, DEFAULT_MAXIMA, resolveRequest, type ResolvedRequest } from './exec-request.validator';
 import { inspectPython, resolvePython, ZYGOTE_PATH } from './python.resolver';
-import { InvalidRequestError, IsolationUnavailableError, PoolNotRunningError } from './sandbox.errors';
+import { INVALID_REQUEST_PREFIX, InvalidRequestError, IsolationUnavailableError, PoolNotRunningError } from './sandbox.errors';
 import type { ExecLimits, ExecRequest, ExecResult, ExecStatus, SandboxHealth, SandboxPoolOptions } from './sandbox.types';
 import { WorkerBackstopError, ZygoteWorker } from './zygote.worker';
 
 let poolSeq = 0;
+const CLK_TCK = 100; // USER_HZ: what /proc/<pid>/stat counts in on every Linux ABI
+
+/** utime + stime (+ cutime + cstime: waited-for children) of a process, in ms; 0 when it is gone. */
+function procCpuMs(pid: number, withChildren: boolean): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const v = f.slice(f.lastIndexOf(')') + 2).split(' ').map(Number);
+    // Fields after the command: state=0 ... utime=11 stime=12 cutime=13 cstime=14.
+    const ticks = v[11]! + v[12]! + (withChildren ? v[13]! + v[14]! : 0);
+    return (ticks * 1000) / CLK_TCK;
+  } catch {
+    return 0;
+  }
+}
 
 interface Job {
   /** `end_session` jobs carry only `req.session`. */
@@ -183,7 +197,7 @@ export class SandboxPool {
     try {
       req = resolveRequest(request, this.defaults, this.maxima);
     } catch (e) {
-      return Promise.resolve(poolResult('sandbox_error', `invalid request: ${(e as Error).message}`));
+      return Promise.resolve(poolResult('sandbox_error', `${INVALID_REQUEST_PREFIX}${(e as Error).message}`));
     }
     if (this.queue.length >= this.queueLimit)
       return Promise.resolve(
@@ -334,6 +348,22 @@ export class SandboxPool {
       defaults: { ...this.defaults },
       maxima: { timeoutMs: this.maxima.timeoutMs, memoryMb: this.maxima.memoryMb, outputChars: this.maxima.outputChars },
     };
+  }
+
+  /**
+   * CPU time in ms (user + system) used so far by this pool's processes: every zygote, the call
+   * children and session interpreters it reaped, and those alive now. For benchmarks: it does not
+   * depend on what else the host runs. Null without cgroups (the processes cannot be enumerated).
+   */
+  cpuUsageMs(): number | null {
+    if (!this.cgroupsOf.some((c) => c)) return null;
+    let ms = 0;
+    for (const c of this.cgroupsOf) {
+      if (!c) continue;
+      for (const p of CgroupManager.pids(c.zygote)) ms += procCpuMs(p, true);
+      for (const leaf of [c.call, ...c.sessions]) for (const p of CgroupManager.pids(leaf)) ms += procCpuMs(p, false);
+    }
+    return ms;
   }
 
   /** Requests waiting for a worker. */

@@ -30,7 +30,7 @@ describe('rstar exec runner', () => {
       JSON.stringify({ id: 9, code: 'print(input()[::-1])', input: 'abc' }),
     ].join('\n');
     const out: ExecLine[] = [];
-    const counts = await runExecLines(linesOf(input), pool, { concurrency: 4 }, (l) => out.push(l));
+    const { counts, invalid, total } = await runExecLines(linesOf(input), pool, { concurrency: 4 }, (l) => out.push(l));
     expect(out.map((l) => l.id)).toEqual(['slow', 'fast', null, 3, null, 5, 6, 7, 8, 9]);
     expect(out[0]).toMatchObject({ status: 'ok', stdout: 'slow\n' });
     expect(out[1]).toMatchObject({ status: 'ok', stdout: 'fast\n' });
@@ -43,6 +43,21 @@ describe('rstar exec runner', () => {
     expect(out[8]).toMatchObject({ status: 'ok', stdout: '42\n', sessionReset: false });
     expect(out[9]).toMatchObject({ status: 'ok', stdout: 'cba\n' });
     expect(counts).toEqual({ ok: 5, sandbox_error: 5 });
+    expect({ invalid, total }).toEqual({ invalid: 5, total: 10 });
+    for (const i of [2, 3, 4, 5, 6]) expect(out[i]!.stderr).toMatch(/^invalid request: line \d+: /);
     expect(Object.keys(out[0]!).sort()).toEqual(['cpuMs', 'exitCode', 'id', 'signal', 'status', 'stderr', 'stdout', 'truncated', 'wallMs']);
+  });
+
+  it('a limit the pool would reject is an invalid line too; program failures are not', async () => {
+    const input = [
+      JSON.stringify({ id: 'a', code: 'print(1)', memoryMb: 0 }),
+      JSON.stringify({ id: 'b', code: 'raise SystemExit(3)' }),
+      JSON.stringify({ id: 'c', code: '1/0' }),
+    ].join('\n');
+    const out: ExecLine[] = [];
+    const summary = await runExecLines(linesOf(input), pool, { concurrency: 2 }, (l) => out.push(l));
+    expect(out[0]!.stderr).toMatch(/^invalid request: line 1: memoryMb: must be > 0/);
+    expect(out.slice(1).map((l) => l.status)).toEqual(['runtime_error', 'runtime_error']);
+    expect(summary).toEqual({ counts: { sandbox_error: 1, runtime_error: 2 }, total: 3, invalid: 1 });
   });
 });

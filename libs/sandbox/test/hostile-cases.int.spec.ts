@@ -101,11 +101,86 @@ describe('hostile cases', () => {
     expect(await noLeftovers()).toBe(true);
   });
 
-  it('H07 fork bomb: refused at the per-call task limit, all children killed', async () => {
-    const r = await run(CASES.H07!.code);
-    expect(['ok', 'timeout']).toContain(r.status);
-    if (r.status === 'ok') expect(r.stdout).toMatch(/^fork refused after \d+ errno 11\n$/);
+  // Process-count exhaustion (fork bombs, thread bombs, subprocess floods; README "Process-count
+  // exhaustion"): past the call's cgroup pids.max (256 tasks incl. threads and zombies) task creation
+  // fails with EAGAIN inside the program, which ends as it chooses (H07: "Finished (message printed) or
+  // TimeLimitExceeded"); stderr then ends with a fixed note naming the limit; every task is killed at
+  // the end of the call. The wall limit is 10 s so a slow host still reaches 256 forks of a numpy+sympy
+  // process (~0.5 s alone) before it.
+  const TASK_NOTE = /rstar-sandbox: task limit reached: a call may run at most 256 tasks .*failed with EAGAIN\n$/;
+
+  it('H07 fork bomb: EAGAIN at the per-call task limit, Finished or TimeLimitExceeded, all children killed (repeated)', async () => {
+    for (let i = 0; i < 3; i++) {
+      const r = await run(CASES.H07!.code, { timeoutMs: MAX });
+      expect(['ok', 'timeout'], r.stderr.slice(-300)).toContain(r.status);
+      if (r.status === 'ok') {
+        expect(r.stdout).toMatch(/^fork refused after \d+ errno 11\n$/);
+        expect(Number(/after (\d+)/.exec(r.stdout)![1])).toBeLessThan(256);
+        expect(r.stderr).toMatch(TASK_NOTE);
+      }
+      expect(await noLeftovers()).toBe(true);
+    }
+  });
+
+  it('task limit: a bomb that does not handle EAGAIN fails, one that retries forever times out; nothing survives', async () => {
+    const unhandled = await run('import os\nwhile True:\n    os.fork()', { timeoutMs: MAX });
+    expect(['runtime_error', 'timeout']).toContain(unhandled.status);
+    if (unhandled.status === 'runtime_error') expect(unhandled.stderr).toMatch(/BlockingIOError[\s\S]*task limit reached/);
     expect(await noLeftovers()).toBe(true);
+    const retrying = await run('import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass', { timeoutMs: 3000 });
+    expect(retrying.status).toBe('timeout');
+    expect(await noLeftovers()).toBe(true);
+  });
+
+  it('task limit, threads: a thread bomb sees the refusal and can report it', async () => {
+    const code = [
+      'import threading, time',
+      'ts = []',
+      'try:',
+      '    while True:',
+      '        t = threading.Thread(target=time.sleep, args=(30,), daemon=True)',
+      '        t.start()',
+      '        ts.append(t)',
+      'except RuntimeError as e:',
+      '    print("threads refused after", len(ts))',
+    ].join('\n');
+    const r = await run(code, { timeoutMs: MAX });
+    expect(['ok', 'timeout']).toContain(r.status);
+    if (r.status === 'ok') {
+      expect(r.stdout).toMatch(/^threads refused after \d+\n$/);
+      expect(r.stderr).toMatch(TASK_NOTE);
+    }
+    expect(await noLeftovers()).toBe(true);
+  });
+
+  it('task limit, subprocess flood: Popen fails with EAGAIN, all spawned programs killed', async () => {
+    const code = ['import subprocess', 'ps = []', 'while True:', '    ps.append(subprocess.Popen(["sleep", "30"]))'].join('\n');
+    const r = await run(code, { timeoutMs: MAX });
+    expect(['runtime_error', 'timeout']).toContain(r.status);
+    if (r.status === 'runtime_error') expect(r.stderr).toMatch(/BlockingIOError[\s\S]*task limit reached/);
+    expect(await noLeftovers()).toBe(true);
+  });
+
+  it('task limit, session: a bomb cell that returns keeps the interpreter; its children do not outlive the cell', async () => {
+    await run('x = 41', { session: 'pids' });
+    const r = await run(CASES.H07!.code, { session: 'pids', timeoutMs: MAX });
+    expect(['ok', 'timeout']).toContain(r.status);
+    if (r.status === 'ok') {
+      expect(r.stderr).toMatch(TASK_NOTE);
+      // Its killed children are reaped by the interpreter at once, not left as zombies holding task slots.
+      expect(await noLeftovers()).toBe(true);
+      expect(await run('print(x + 1)', { session: 'pids' })).toMatchObject({ status: 'ok', stdout: '42\n', sessionReset: false });
+      expect((await run(CASES.H07!.code, { session: 'pids', timeoutMs: MAX })).stdout).toMatch(/^fork refused after \d+ errno 11\n$/);
+    } else {
+      expect(await run('print("x" in globals())', { session: 'pids' })).toMatchObject({ status: 'ok', stdout: 'False\n', sessionReset: true });
+    }
+    expect(await run('print(7)', { session: 'pids' })).toMatchObject({ status: 'ok', stdout: '7\n', sessionReset: false });
+  });
+
+  it('below the task limit nothing changes: 100 processes at once are fine, no note', async () => {
+    const code = 'import os\nkids = [p for p in (os.fork() for _ in range(100)) if p or os._exit(0)]\nfor k in kids:\n    os.waitpid(k, 0)\nprint(len(kids))';
+    const r = await run(code, { timeoutMs: MAX });
+    expect(r).toMatchObject({ status: 'ok', stdout: '100\n', stderr: '' });
   });
 
   it('H08 unreaped children: no zombie survives, repeated', async () => {

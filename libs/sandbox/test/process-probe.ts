@@ -1,11 +1,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 
 /**
- * Host processes whose real uid is one of the sandbox's call uids (61000..61099). With
+ * Host processes whose real uid is one of the sandbox's call uids (61000..61099) and that belong to a
+ * pool of THIS test process (cgroup path `rstar-sbx-<our pid>-<n>`): pools of other processes on the
+ * shared host (other test files, `rstar train`) use the same uids and must not count. With
  * `exceptSessions`, live session interpreters (in an `s<k>` cgroup leaf, by design alive between
  * calls) are not counted; zombies always are.
  */
 export function sandboxProcesses(exceptSessions = false): { pid: number; state: string; cmd: string }[] {
+  const ours = `/rstar-sbx-${process.pid}-`;
   const out: { pid: number; state: string; cmd: string }[] = [];
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
@@ -14,7 +17,11 @@ export function sandboxProcesses(exceptSessions = false): { pid: number; state: 
       const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1] ?? -1);
       if (uid < 61000 || uid >= 61100) continue;
       const state = /^State:\s+(\S)/m.exec(status)?.[1] ?? '?';
-      if (exceptSessions && state !== 'Z' && /\/w\d+\/s\d+$/m.test(readFileSync(`/proc/${d}/cgroup`, 'utf8'))) continue;
+      // A zombie's own cgroup reads as the root: attribute it by its parent (the call's program or the zygote).
+      const ppid = /^PPid:\s+(\d+)/m.exec(status)?.[1] ?? d;
+      const cgroup = readFileSync(`/proc/${state === 'Z' ? ppid : d}/cgroup`, 'utf8');
+      if (!cgroup.includes(ours)) continue;
+      if (exceptSessions && state !== 'Z' && /\/w\d+\/s\d+$/m.test(cgroup)) continue;
       const cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8').replace(/\0/g, ' ').slice(0, 120);
       out.push({ pid: Number(d), state, cmd });
     } catch {

@@ -1,0 +1,64 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { EXEC_EXIT } from './exec.command';
+
+/** `rstar exec` as a user runs it (a real process, a real sandbox pool), checked by its exit code. */
+const ROOT = resolve(__dirname, '../../../..');
+const dir = mkdtempSync(join(tmpdir(), 'rstar-exec-cli-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function rstarExec(args: string[], lines?: string[]): { code: number | null; stdout: string; stderr: string } {
+  let file: string[] = [];
+  if (lines) {
+    const f = join(dir, `in-${Math.random().toString(36).slice(2)}.jsonl`);
+    writeFileSync(f, lines.join('\n') + '\n');
+    file = [f];
+  }
+  const r = spawnSync(join(ROOT, 'node_modules/.bin/tsx'), ['libs/cli/src/main.ts', 'exec', ...file, ...args], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+const results = (stdout: string) => stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id: unknown; status: string; stderr: string });
+
+describe('rstar exec exit codes', () => {
+  it('0 when every line is a valid request, whatever the programs did', () => {
+    const r = rstarExec(['--workers', '1'], [JSON.stringify({ id: 1, code: 'print(1)' }), JSON.stringify({ id: 2, code: '1/0' }), JSON.stringify({ id: 3, code: 'import sys; sys.exit(4)' })]);
+    expect(r.code, r.stderr).toBe(EXEC_EXIT.ok);
+    expect(results(r.stdout).map((l) => l.status)).toEqual(['ok', 'runtime_error', 'runtime_error']);
+  });
+
+  it('1 when some lines (or every line) are not valid requests; the valid ones still run', () => {
+    const some = rstarExec(['--workers', '1'], [JSON.stringify({ id: 1, code: 'print(1)' }), 'not json', JSON.stringify({ id: 3, code: 'print(3)', timeoutMs: -5 })]);
+    expect(some.code, some.stderr).toBe(EXEC_EXIT.invalidLines);
+    const lines = results(some.stdout);
+    expect(lines.map((l) => l.status)).toEqual(['ok', 'sandbox_error', 'sandbox_error']);
+    expect(lines[2]!.stderr).toMatch(/timeoutMs/);
+    const all = rstarExec(['--workers', '1'], ['{', JSON.stringify({ id: 2 })]);
+    expect(all.code, all.stderr).toBe(EXEC_EXIT.invalidLines);
+    expect(results(all.stdout).map((l) => l.status)).toEqual(['sandbox_error', 'sandbox_error']);
+  });
+
+  it('2 for usage errors, before anything runs', () => {
+    for (const args of [['--concurrency', '0'], ['--workers', 'many'], ['--no-such-option'], ['--remote', 'ftp://example.org']]) {
+      const r = rstarExec(args, [JSON.stringify({ id: 1, code: 'print(1)' })]);
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(EXEC_EXIT.usage);
+      expect(r.stdout).toBe('');
+    }
+    const missing = rstarExec([join(dir, 'no-such-file.jsonl')]);
+    expect(missing.code).toBe(EXEC_EXIT.usage);
+    expect(missing.stderr).toMatch(/does not exist/);
+  });
+
+  it('3 when the sandbox cannot be used (unreachable --remote service)', () => {
+    const r = rstarExec(['--remote', 'http://127.0.0.1:9'], [JSON.stringify({ id: 1, code: 'print(1)' })]);
+    expect(r.code).toBe(EXEC_EXIT.sandboxUnavailable);
+    expect(r.stderr).toMatch(/cannot reach the tool-execution service/);
+    expect(r.stdout).toBe('');
+  });
+});
