@@ -34,7 +34,7 @@ export function rewardOf(correct: boolean, truncated: boolean): 0 | 1 {
 /**
  * A {@link RegradeFn} over `grader` (default: today's `@rstar/grader` `grade`), as reward-grading
  * computes `RewardAssigned`: grade the full response against the gold, reward by {@link rewardOf};
- * truncated rollouts are recorded as not correct, under rule `truncated` when the answer was right.
+ * truncated rollouts are recorded as not correct, under rule `truncated` (services/reward-grading `rewardFor`).
  * With `cache` (default true) verdicts are memoised by (extracted answer, gold): `grade` depends on
  * the response only through its extracted answer, and a group's rollouts repeat answers often.
  */
@@ -53,9 +53,8 @@ export function createRegrader(opts: { grader?: AnswerGrader; cache?: boolean } 
       v = { correct: g.correct, extracted: g.extracted, rule: g.rule };
       if (key !== null) cache!.set(key, v);
     }
-    // As reward-grading records it: a truncated rollout is never correct, and a right answer cut off by
-    // the budget is recorded under rule `truncated`.
+    // As reward-grading records it: a truncated rollout is never correct, and its rule is `truncated`.
     const correct = v.correct && !r.truncated;
-    return { reward: rewardOf(v.correct, r.truncated), correct, extracted: v.extracted, rule: r.truncated && v.correct ? 'truncated' : v.rule };
+    return { reward: rewardOf(v.correct, r.truncated), correct, extracted: v.extracted, rule: r.truncated ? 'truncated' : v.rule };
   };
 }

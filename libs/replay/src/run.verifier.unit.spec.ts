@@ -5,6 +5,7 @@ import { verifyRun } from './run.verifier';
 import { indexRun } from './run.index';
 import { parseJsonl, toJsonl } from './history.jsonl';
 import { HistoryFileError, MixedRunsError, NotInRunError } from './errors';
+import { createRegrader } from './reward.regrader';
 
 let events: RstarEvent[];
 beforeAll(async () => {
@@ -45,5 +46,20 @@ describe('verifyRun edge cases', () => {
     const lines = toJsonl(events.slice(0, 2)) + '{"id":"x","type":"Nope"}\n';
     expect(() => parseJsonl(lines, 'h.jsonl')).toThrow(HistoryFileError);
     expect(() => parseJsonl(lines, 'h.jsonl')).toThrow(/h\.jsonl:3/);
+  });
+  it('a truncated rollout is re-graded 0 under rule `truncated`; a history labelling it with the grader rule still verifies, a reward of 1 does not', async () => {
+    expect(createRegrader()({ rolloutId: 'r', responseText: 'so \\boxed{4}', gold: '4', truncated: true })).toMatchObject({ reward: 0, correct: false, rule: 'truncated' });
+    const run = await generateSyntheticRun({ runId: 'trunc-run', seed: 5, steps: 1, promptsPerStep: 8, samples: 8, keep: 4, responseChars: 0 });
+    const truncated = run.filter((e): e is RstarEvent<'RolloutCompleted'> => e.type === 'RolloutCompleted' && e.data.truncated).map((e) => e.data.rolloutId);
+    expect(truncated.length).toBeGreaterThan(0);
+    const reward = (ev: RstarEvent[]) => ev.find((e): e is RstarEvent<'RewardAssigned'> => e.type === 'RewardAssigned' && e.data.rolloutId === truncated[0])!;
+    expect(reward(run).data.rule).toBe('truncated');
+    const legacy = JSON.parse(JSON.stringify(run)) as RstarEvent[];
+    reward(legacy).data.rule = 'no_answer';
+    expect((await verifyRun(legacy)).ok).toBe(true);
+    const wrong = JSON.parse(JSON.stringify(run)) as RstarEvent[];
+    reward(wrong).data.reward = 1;
+    const r = await verifyRun(wrong);
+    expect(r.differences.filter((d) => d.kind === 'reward').map((d) => d.eventId)).toEqual([reward(run).id]);
   });
 });

@@ -1,17 +1,16 @@
 import type { Command } from 'commander';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { parseRunConfig, type RstarEvent } from '@rstar/contracts';
-import { PolicyModel } from '@rstar/policy';
+import type { RstarEvent } from '@rstar/contracts';
 import { EventStore, startEmbeddedPostgres, type EmbeddedPostgres } from '@rstar/event-store';
 import { connectRuntime } from '@rstar/messaging';
 import {
-  formatGroupTable, formatRunSummary, formatStepTable, formatTranscript, formatVerifyReport, groupTable, indexRun, readHistory,
-  rerunStep, rolloutTranscript, runSummary, stepTable, verifyRun, writeHistory, NotInRunError, type RunIndex, type StepRetrainer, type ToolReexecutor,
+  formatGroupTable, formatRerunComparison, formatRunSummary, formatStepTable, formatTranscript, formatVerifyReport, groupTable, indexRun, readHistory,
+  rerunStep, rolloutTranscript, runSummary, stepTable, verifyRun, writeHistory, NotInRunError, type ToolReexecutor,
 } from '@rstar/replay';
 import { REPO_ROOT, SandboxPool } from '@rstar/sandbox';
-import { StagedBuiltinTrainer } from '../train/staged.trainer';
+import { builtinRetrainer } from '../train/step.retrainer';
+import { rerunStepStandalone } from '../train/standalone-rerun.runner';
 
 interface SourceOptions {
   database?: string;
@@ -69,34 +68,24 @@ async function loadRun(runId: string, o: SourceOptions): Promise<RstarEvent[]> {
 }
 
 /**
- * The built-in policy's re-trainer for `verify --retrain`: load the checkpoint the step started from
- * (the PolicyUpdated of its policy version; for version 0 the run's initial checkpoint: its SFT output
- * `<run dir>/checkpoints/sft` or `policy.checkpoint`), run the step's one GRPO update on the rebuilt
- * batch exactly as `rstar train` does (`StagedBuiltinTrainer`, the stage's learning rate), save it to a
- * temporary directory and return its content hash. Null (skipped) for another trainer or a missing
- * checkpoint.
+ * `rerun --standalone`: the step re-run in this process ({@link rerunStepStandalone}) on an in-process
+ * bus, recorded in the archive the original came from (the Postgres of `--database`, or the run's
+ * PGlite folder; in memory for `--history`), then the comparison printed. Exit code 0 only when every
+ * deterministic outcome matches.
  */
-export function builtinRetrainer(ix: RunIndex, runDir: string): StepRetrainer | undefined {
-  const raw = ix.started?.config;
-  if (!raw) return undefined;
-  const config = parseRunConfig(raw);
-  if (config.trainer.kind !== 'builtin') return undefined;
-  const initial = config.policy.init === 'checkpoint' && config.policy.checkpoint ? resolve(REPO_ROOT, config.policy.checkpoint) : join(runDir, 'checkpoints', 'sft');
-  return async ({ step, batch, startCheckpoint }) => {
-    const dir = startCheckpoint?.checkpointUri ?? initial;
-    if (!existsSync(dir)) return null;
-    const model = await PolicyModel.load(dir);
-    const out = mkdtempSync(join(tmpdir(), 'rstar-retrain-'));
-    try {
-      const trainer = new StagedBuiltinTrainer(model, config, startCheckpoint?.version ?? 0, startCheckpoint === null);
-      trainer.beginStep(step);
-      await trainer.trainStep(batch);
-      return { checkpointHash: (await trainer.save(join(out, `step-${step}`))).hash };
-    } finally {
-      model.dispose();
-      rmSync(out, { recursive: true, force: true });
-    }
-  };
+async function rerunInProcess(runId: string, step: number, events: RstarEvent[], o: SourceOptions & { runId?: string; json?: boolean }): Promise<void> {
+  const dataDir = o.history || o.database ? undefined : (o.dataDir ?? join(REPO_ROOT, 'runs', runId, 'events'));
+  const runDir = o.dataDir ? dirname(resolve(o.dataDir)) : join(REPO_ROOT, 'runs', runId);
+  const runtime = await connectRuntime({ natsUrl: '', databaseUrl: o.history ? '' : (o.database ?? ''), schema: o.schema, dataDir });
+  try {
+    const log = (l: string) => process.stderr.write(`rstar replay: ${l}\n`);
+    const r = await rerunStepStandalone({ events, runId, step, newRunId: o.runId, runDir, runtime, onLine: log });
+    process.stdout.write((o.json ? JSON.stringify({ runId: r.plan.runId, checkpoint: r.checkpoint, ...r.comparison }, null, 2) : formatRerunComparison(r.comparison)) + '\n');
+    if (!o.history) log(`the rerun is recorded as run ${r.plan.runId}: \`rstar replay show ${r.plan.runId}\` with the same --data-dir/--database`);
+    process.exitCode = r.comparison.ok ? 0 : 1;
+  } finally {
+    await runtime.close();
+  }
 }
 
 function sources(cmd: Command): Command {
@@ -114,8 +103,10 @@ function sources(cmd: Command): Command {
  *   and grader rule).
  * - `verify RUN [--step N] [--no-exec] [--json]`: recompute every deterministic decision with today's
  *   code (rewards, RoC picks, batch hash, tool outputs); exit code 0 only when nothing deterministic differs.
- * - `rerun RUN --step N [--nats URL] [--out FILE]`: re-publish the step's inputs under a new run id
- *   (RunStarted.rerunOf links it) to running services, or write them as JSON lines.
+ * - `rerun RUN --step N [--nats URL | --standalone] [--out FILE] [--json]`: re-publish the step's inputs
+ *   under a new run id (RunStarted.rerunOf links it) to running services; or, with `--standalone` or
+ *   without a NATS URL, run them in this process and compare with the original step (exit code 0 only
+ *   when every deterministic outcome matches); or write them as JSON lines.
  * - `export RUN --out FILE`: the run's events as JSON lines.
  */
 export function register(program: Command): void {
@@ -196,26 +187,33 @@ export function register(program: Command): void {
     });
 
   sources(replay.command('rerun').argument('<run>', 'run id'))
-    .description("re-publish a recorded step's inputs under a new run id linked to the original")
+    .description("re-run a recorded step's inputs under a new run id linked to the original: on the running services, or in this process (--standalone)")
     .requiredOption('--step <n>', 'the step to re-run')
     .option('--nats <url>', 'publish to the running services (default env RSTAR_NATS_URL)')
+    .option('--standalone', 'run the step in this process (built-in engine, sandbox and every handler) and compare it with the original; the default without --nats/RSTAR_NATS_URL')
     .option('--out <file>', 'write the events as JSON lines instead of publishing')
     .option('--run-id <id>', 'id of the new run (default: a new UUIDv7)')
     .option('--stream <name>', 'JetStream stream (default RSTAR)')
     .option('--subject-prefix <prefix>', 'subject prefix (default rstar)')
-    .action(async (runId: string, o: SourceOptions & { step: string; nats?: string; out?: string; runId?: string; stream?: string; subjectPrefix?: string }) => {
+    .option('--json', 'standalone: print the comparison as JSON')
+    .action(async (runId: string, o: SourceOptions & { step: string; nats?: string; standalone?: boolean; out?: string; runId?: string; stream?: string; subjectPrefix?: string; json?: boolean }) => {
       const step = intFlag(o.step, '--step')!;
-      const plan = rerunStep(indexRun(await loadRun(runId, o), runId), { step, newRunId: o.runId, mode: o.out ? undefined : 'distributed' });
+      const events = await loadRun(runId, o);
+      const natsUrl = o.nats ?? (process.env.RSTAR_NATS_URL || undefined);
+      const databaseUrl = o.database ?? (process.env.RSTAR_DATABASE_URL || undefined);
+      if (!o.out && (o.standalone || !natsUrl)) {
+        await rerunInProcess(runId, step, events, { ...o, database: databaseUrl });
+        return;
+      }
+      const plan = rerunStep(indexRun(events, runId), { step, newRunId: o.runId, mode: o.out ? undefined : 'distributed' });
       const rollouts = plan.events.length - 2;
       if (o.out) {
         writeHistory(o.out, plan.events);
         process.stdout.write(`rerun ${plan.runId} of ${runId} step ${step}: ${rollouts} RolloutRequested written to ${o.out}\n`);
         return;
       }
-      const natsUrl = o.nats ?? (process.env.RSTAR_NATS_URL || undefined);
-      const databaseUrl = o.database ?? (process.env.RSTAR_DATABASE_URL || undefined);
-      if (!natsUrl || !databaseUrl) {
-        throw new Error('rerun publishes to running services: pass --nats URL and --database URL (or set RSTAR_NATS_URL and RSTAR_DATABASE_URL), or --out FILE to write the events');
+      if (!databaseUrl) {
+        throw new Error('rerun on running services needs their archive: pass --database URL (or set RSTAR_DATABASE_URL) with --nats, --standalone to run the step in this process, or --out FILE to write the events');
       }
       const runtime = await connectRuntime({ natsUrl, databaseUrl, schema: o.schema, stream: o.stream, subjectPrefix: o.subjectPrefix, archive: false, name: 'rstar-replay' });
       try {
@@ -225,4 +223,5 @@ export function register(program: Command): void {
       }
       process.stdout.write(`rerun ${plan.runId} of ${runId} step ${step}: published ${rollouts} RolloutRequested; watch it with \`rstar replay show ${plan.runId}\`\n`);
     });
+
 }

@@ -8,7 +8,8 @@ import { launchDistributedRun } from './distributed-run.launcher';
  * distributed` (durable `optimization-runs`, one run at a time) and drives it with
  * {@link launchDistributedRun}. The message is acked only when the run has ended (the ack deadline is
  * extended meanwhile), so when the service is killed the run is redelivered to the next instance, which
- * resumes it from the archive. Standalone runs (`mode: standalone`) are ignored.
+ * resumes it from the archive. Standalone runs (`mode: standalone`) and reruns of a recorded step
+ * (`rerunOf` set, from `rstar replay rerun`) are ignored.
  */
 export class RunStartConsumer {
   private sub: Subscription | null = null;
@@ -30,6 +31,8 @@ export class RunStartConsumer {
       maxDeliver: 1_000,
       handler: async (ev, ctx) => {
         if (ev.data.mode !== 'distributed') return;
+        // A `replay rerun` re-issues one recorded step's requests itself; driving it as a run would re-plan every step.
+        if (ev.data.rerunOf) return;
         this.active = ev.runId;
         try {
           const r = await launchDistributedRun(ev, {

@@ -6,15 +6,13 @@ import { connectRuntime, type Runtime } from '@rstar/messaging';
 import { OptimizationHandler, resumePoint, totalSteps } from '@rstar/optimization';
 import type { Prompt } from '@rstar/optimization';
 import { PolicyModel, runSft, type SftProgress } from '@rstar/policy';
-import { EnginePool, PolicyServingHandler, createEngines, startBuiltinEngine, type BuiltinEngine } from '@rstar/policy-serving';
-import { ResamplingHandler } from '@rstar/resampling';
-import { RewardGradingHandler } from '@rstar/reward-grading';
-import { ToolExecutionHandler } from '@rstar/tool-execution';
+import { createEngines, startBuiltinEngine, type BuiltinEngine } from '@rstar/policy-serving';
 import { SandboxPool } from '@rstar/sandbox';
-import { readRunEvents, resamplingEventSource, runEventSource } from './event-store.sources';
-import { evaluatePassAt1, poolToolExecutor, type PassAt1Report } from './pass-at-1.evaluator';
+import { readRunEvents, runEventSource } from './event-store.sources';
+import { evaluatePassAt1, poolToolExecutor, type PassAt1Options, type PassAt1Report } from './pass-at-1.evaluator';
 import { ListPromptSource, promptsFittingContext, runPrompts } from './prompt.sources';
 import { REPO_ROOT, resolveDataPath } from './run-config.loader';
+import { startRolloutServices } from './rollout-services.starter';
 import { StagedBuiltinTrainer } from './staged.trainer';
 
 /** A config `rstar train` will not run here (e.g. a 14B preset marked `validateOnly`). */
@@ -77,6 +75,24 @@ export interface TrainingResult {
   policyVersion: number;
   /** Seconds per phase and in total. */
   seconds: { sft: number; evalBefore: number; rl: number; evalAfter: number; total: number };
+}
+
+/**
+ * A run's training and held-out prompts ({@link runPrompts}), keeping those whose prompt + largest response
+ * budget fit the model context ({@link promptsFittingContext}); `skipped` counts the others.
+ * @throws RunRefusedError when no training (or no held-out) prompt fits.
+ */
+export function runPromptsThatFit(config: RunConfig): { train: ListPromptSource; heldOut: Prompt[]; skipped: number } {
+  const prompts = runPrompts(config, resolveDataPath);
+  return promptsThatFit(config, prompts.train.prompts, prompts.heldOut);
+}
+
+/** Held-out pass@1 settings of a run (`eval` section, seeded by the run seed), as `rstar train` measures before and after RL. */
+export function heldOutEvalOptions(config: RunConfig): PassAt1Options {
+  return {
+    samples: config.eval.samples, temperature: config.eval.temperature, maxTurns: config.eval.maxTurns, maxResponseTokens: config.eval.maxResponseTokens,
+    seed: config.seed, compactPrompt: true, toolTimeoutMs: config.tool.timeoutMs, toolMemoryMb: config.tool.memoryMb,
+  };
 }
 
 /** {@link promptsFittingContext} over a run's pools; refuses a run left without prompts. */
@@ -146,8 +162,7 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
       else if (existsSync(join(sftDir, 'weights.bin'))) resumeFrom = { checkpoint: sftDir, version: 0, freshOptimizer: true };
       say(`resuming run ${runId} at step ${point.nextStep}${resumeFrom ? ` from ${resumeFrom.checkpoint}` : ''}`);
     }
-    const prompts = runPrompts(config, resolveDataPath);
-    const fit = promptsThatFit(config, prompts.train.prompts, prompts.heldOut);
+    const fit = runPromptsThatFit(config);
     if (fit.skipped > 0) say(`skipped ${fit.skipped} prompts whose prompt + response budget exceeds the model context ${config.policy.model.context}`);
     const { train, heldOut } = fit;
     const tools = poolToolExecutor(sandbox, config.tool.outputChars);
@@ -183,10 +198,7 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
     engine = await startBuiltinEngine({ port: 0, host: '127.0.0.1', checkpointDir: checkpoint, kvCapacityTokens: config.policy.model.context * 64 });
     const engineModel = engine.model;
     const adapters = createEngines([`builtin=${engine.url}`]);
-    const evalOpts = {
-      samples: config.eval.samples, temperature: config.eval.temperature, maxTurns: config.eval.maxTurns, maxResponseTokens: config.eval.maxResponseTokens,
-      seed: config.seed, compactPrompt: true, toolTimeoutMs: config.tool.timeoutMs, toolMemoryMb: config.tool.memoryMb,
-    };
+    const evalOpts = heldOutEvalOptions(config);
     const tEval = Date.now();
     const passAt1Before = opts.skipEval || resumeFrom
       ? null
@@ -199,19 +211,11 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
     const trainModel = await PolicyModel.load(checkpoint);
     const trainer = new StagedBuiltinTrainer(trainModel, config, resumeFrom?.version ?? 0, resumeFrom?.freshOptimizer ?? true);
     const { bus, store } = runtime;
-    const enginePool = await EnginePool.create(adapters, config.scheduler);
-    const serving = new PolicyServingHandler(bus, {
-      pool: enginePool, tokenizer: engineModel.tokenizer, compactPrompt: true, initialPolicyVersion: resumeFrom?.version ?? 0,
-      rollout: { toolTimeoutMs: config.tool.timeoutMs, toolMemoryMb: config.tool.memoryMb, maxParallelCalls: config.tool.maxParallelCalls },
-      durable: { rollouts: `policy-serving-rollouts-${runId}`, toolResults: `policy-serving-tool-results-${runId}`, policy: `policy-serving-policy-${runId}` },
+    const services = await startRolloutServices({
+      bus, store, runId, config, sandbox, engines: adapters, tokenizer: engineModel.tokenizer, initialPolicyVersion: resumeFrom?.version ?? 0,
     });
-    const toolHandler = new ToolExecutionHandler(bus, sandbox, { outputChars: config.tool.outputChars, durable: `tool-execution-${runId}` });
-    const reward = new RewardGradingHandler(bus, { durable: `reward-grading-${runId}` });
-    const resampling = new ResamplingHandler(bus, { store: resamplingEventSource(store, runId), durable: `resampling-${runId}` });
-    for (const h of [toolHandler, reward, resampling, serving]) {
-      await h.start();
-      stops.unshift(() => h.stop());
-    }
+    stops.unshift(() => services.stop());
+    const serving = services.serving;
     const steps = totalSteps(config);
     const records: StepRecord[] = [];
     trainer.beginStep(opts.resume ? resumePoint(await readRunEvents(store, runId)).nextStep : 0);
