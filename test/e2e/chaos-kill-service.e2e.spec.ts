@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SFT_CHECKPOINT_TIMEOUT_MS, ensureSftCheckpoint } from '../support/sft-checkpoint';
 import { ids, parseRunConfig, type EventType, type RstarEvent } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
+import { JetStreamBus } from '@rstar/messaging';
 import { startBuiltinEngine, type BuiltinEngine } from '@rstar/policy-serving';
 import { readRunEvents } from '../../libs/cli/src/train/event-store.sources';
 import { submitRemoteRun } from '../../libs/cli/src/train/remote.submit';
@@ -24,19 +25,23 @@ type Svc = 'control-plane' | 'tool-execution' | 'reward-grading' | 'resampling' 
 
 /**
  * The moment each victim is killed: the first archived event of the given type in the run, i.e. while the
- * service has work in flight or queued (tool calls of step 1, rewards of step 1, groups of step 1, and the
- * optimizer between step 1 and step 2).
+ * service has work in flight or queued (tool calls of step 1, rewards of step 1, groups of step 1, the
+ * optimizer between step 1 and step 2, the archiver mid-step, policy-serving with rollouts and their tool
+ * calls in flight, and policy-serving right after the first weight update, so the restart must recover
+ * the policy version before it can serve step 2's rollouts).
  */
 const VICTIMS: Array<{ svc: Svc; after: EventType }> = [
   { svc: 'tool-execution', after: 'ToolCallCompleted' },
   { svc: 'reward-grading', after: 'RewardAssigned' },
   { svc: 'resampling', after: 'GroupResampled' },
   { svc: 'optimization', after: 'StepCompleted' },
+  { svc: 'control-plane', after: 'RolloutCompleted' },
+  { svc: 'policy-serving', after: 'ToolCallCompleted' },
+  { svc: 'policy-serving', after: 'PolicyUpdated' },
 ];
-// policy-serving is not a victim here: killed with tool calls in flight, the run does complete with every event
-// exactly once, but only after ~180 s (60 s rollout ack wait + the 120 s tool-result timeout, because the
-// re-run rollout's ToolCallRequested is deduplicated and the old completion went to the dead instance's
-// per-pid durable), which is past this file's time budget.
+// A restarted service gets back what the dead process held unacked once its ack wait runs out; the
+// services' defaults (30 s) are shortened here so the whole file stays well within its time budget.
+const ACK_WAIT_MS = '5000';
 
 // Issue 7, "Must hold": SIGKILL any one service mid-run, restart it, and the run completes with no event
 // lost or doubled. Every service is a real child process (its own main.ts) on a private nats-server and a
@@ -47,6 +52,8 @@ describe('chaos: SIGKILL one service mid-run and restart it', () => {
   let db: PrivateDatabase | undefined;
   let engine: BuiltinEngine | undefined;
   let store: EventStore | undefined;
+  // Only to read the stream's message count (what was published, after msg-id dedupe).
+  let bus: JetStreamBus | undefined;
   let ckptDir: string;
   const svcs = new Map<Svc, ServiceProcess>();
 
@@ -59,12 +66,13 @@ describe('chaos: SIGKILL one service mid-run and restart it', () => {
     const common = { RSTAR_NATS_URL: nats.url, RSTAR_DATABASE_URL: db.url, LOG_LEVEL: 'warn' };
     const engines = `builtin=${engine.url}`;
     const env: Record<Svc, Record<string, string>> = {
-      'control-plane': {},
+      'control-plane': { RSTAR_ARCHIVER_ACK_WAIT_MS: ACK_WAIT_MS },
       'tool-execution': { RSTAR_SANDBOX_WORKERS: '1' },
       'reward-grading': { GRADER_SANDBOX_WORKERS: '1' },
       resampling: {},
       optimization: { RSTAR_ENGINES: engines, RSTAR_CHECKPOINT_DIR: ckptDir },
-      'policy-serving': { RSTAR_ENGINES: engines, RSTAR_COMPACT_PROMPT: '1' },
+      // A fixed instance id: the restart resumes the dead instance's tool-result and policy durables.
+      'policy-serving': { RSTAR_ENGINES: engines, RSTAR_COMPACT_PROMPT: '1', RSTAR_INSTANCE_ID: 'chaos-0', RSTAR_ACK_WAIT_MS: ACK_WAIT_MS },
     };
     // The archiver first, so nothing published is missing from the archive we assert on.
     const order: Svc[] = ['control-plane', 'tool-execution', 'reward-grading', 'resampling', 'optimization', 'policy-serving'];
@@ -74,12 +82,14 @@ describe('chaos: SIGKILL one service mid-run and restart it', () => {
     await svcs.get('control-plane')!.start();
     await Promise.all(order.slice(1).map((s) => svcs.get(s)!.start()));
     store = await EventStore.connect({ connectionString: db.url });
+    bus = await JetStreamBus.connect({ servers: nats.url, name: 'chaos-observer' });
   }, SFT_CHECKPOINT_TIMEOUT_MS + 180_000);
 
   afterAll(async () => {
     // Every child goes, even when a test failed half-way.
     await Promise.all([...svcs.values()].map((s) => s.stop()));
     await store?.close().catch(() => undefined);
+    await bus?.close().catch(() => undefined);
     await engine?.close().catch(() => undefined);
     await nats?.stop().catch(() => undefined);
     await db?.drop().catch(() => undefined);
@@ -100,6 +110,7 @@ describe('chaos: SIGKILL one service mid-run and restart it', () => {
     it(`${victim.svc}: killed after the run's first ${victim.after}, restarted; the run completes with every event exactly once`, async () => {
       const runId = ids.newRun();
       const svc = svcs.get(victim.svc)!;
+      const startsBefore = svc.starts;
       const submitted = submitRemoteRun(config(100 + i), { natsUrl: nats!.url, runId });
       submitted.catch(() => undefined);
 
@@ -157,7 +168,31 @@ describe('chaos: SIGKILL one service mid-run and restart it', () => {
       expect(steps.size).toBe(STEPS);
       expect([...steps.values()].every((n) => n === 1)).toBe(true);
       expect(count(events, 'RunCompleted')).toBe(1);
-      expect(svc.starts).toBe(2);
+      // A redone rollout re-published its turns under the same ids: they must agree with its completion.
+      const turnsOf = new Map<string, RstarEvent<'TurnGenerated'>[]>();
+      for (const e of events) if (e.type === 'TurnGenerated') turnsOf.set(e.data.rolloutId, [...(turnsOf.get(e.data.rolloutId) ?? []), e]);
+      for (const c of events) {
+        if (c.type !== 'RolloutCompleted') continue;
+        const turns = (turnsOf.get(c.data.rolloutId) ?? []).sort((a, b) => a.data.turn - b.data.turn);
+        expect(turns.map((t) => t.data.turn), `turns of ${c.data.rolloutId}`).toEqual(Array.from({ length: c.data.turns }, (_, k) => k));
+        let at = 0;
+        for (const t of turns) {
+          const found = c.data.responseText.indexOf(t.data.text, at);
+          expect(found, `TurnGenerated ${t.data.turn} of ${c.data.rolloutId} is part of its RolloutCompleted`).toBeGreaterThanOrEqual(0);
+          at = found + t.data.text.length;
+        }
+      }
+      // Nothing lost or doubled between the bus and the archive: every message the stream stored is archived once.
+      const archivedAll = await pollUntil(
+        'the archive to hold every message of the stream',
+        async () => {
+          const [stored, archived] = [(await bus!.jsm.streams.info(bus!.stream)).state.messages, await store!.count()];
+          return stored === archived ? archived : undefined;
+        },
+        60_000,
+      );
+      expect(archivedAll).toBeGreaterThan(0);
+      expect(svc.starts).toBe(startsBefore + 1);
     }, 170_000);
   }
 });

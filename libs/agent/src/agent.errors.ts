@@ -23,3 +23,15 @@ export class InvalidTurnError extends AgentError {
     super('invalid_turn', message, field);
   }
 }
+
+/**
+ * The engine refused a generation because the context (prompt + response so far + new tokens) does not
+ * fit its context window (an HTTP 400 "context length exceeded" on SGLang/vLLM). Engine sessions throw
+ * it; {@link runRollout} ends the rollout truncated with finish reason `context_exceeded` instead of
+ * failing it, so its group still completes.
+ */
+export class ContextExceededError extends AgentError {
+  constructor(message: string, readonly engineId: string = '') {
+    super('context_exceeded', message, 'budget.maxTokens');
+  }
+}

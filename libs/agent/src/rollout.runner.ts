@@ -1,4 +1,4 @@
-import { InvalidRolloutRequestError } from './agent.errors';
+import { ContextExceededError, InvalidRolloutRequestError } from './agent.errors';
 import type { EngineSession, ExecResult, Tokenizer, ToolExecutor } from './ports';
 import { RolloutStateMachine, type PendingToolCall, type RolloutLimits, type RolloutOutcome, type TurnRecord } from './rollout.state';
 import { renderPrompt } from './template';
@@ -32,8 +32,14 @@ export interface RolloutDeps {
   tokenizer: Tokenizer;
   /** Milliseconds clock (default `Date.now`), for the rollout's wall time. */
   clock?: () => number;
-  /** Called after each turn is appended, before its tool calls run (e.g. to emit `TurnGenerated`). */
+  /** Called after each generated turn is appended, before its tool calls run (e.g. to emit `TurnGenerated`). */
   onTurn?: (turn: TurnRecord) => Promise<void> | void;
+  /**
+   * Turns an earlier attempt of this rollout already recorded (a redo after a crash). A turn found here is
+   * appended as recorded instead of generated, and not reported through `onTurn` again, so the redo
+   * continues the recorded rollout (same text, same tool calls) instead of sampling a different one.
+   */
+  recorded?: (turn: number) => TurnRecord | undefined;
   /** Called with each tool call and its result (null for decode failures) once it is done. */
   onToolResult?: (call: PendingToolCall, result: ExecResult | null) => Promise<void> | void;
 }
@@ -47,7 +53,8 @@ export interface RolloutResult extends RolloutOutcome {
  * Run one multi-turn tool-integrated rollout (PROTOCOL §1-3) with {@link RolloutStateMachine}. The calls
  * of a turn run concurrently the moment the turn is parsed; other rollouts are never held up (each
  * rollout is its own async chain). Errors of the engine session or the executor propagate (the caller
- * decides to retry the rollout or to fail it); the state machine's own errors are bugs.
+ * decides to retry the rollout or to fail it), except {@link ContextExceededError}, which ends the rollout
+ * truncated with finish reason `context_exceeded`; the state machine's own errors are bugs.
  * @throws InvalidRolloutRequestError for a bad spec (empty problem, non-positive budget).
  */
 export async function runRollout(spec: RolloutSpec, deps: RolloutDeps, opts: RolloutOptions = {}): Promise<RolloutResult> {
@@ -65,18 +72,8 @@ export async function runRollout(spec: RolloutSpec, deps: RolloutDeps, opts: Rol
   );
   const timeoutMs = opts.toolTimeoutMs ?? 4000;
   const memoryMb = opts.toolMemoryMb ?? 384;
-  while (!sm.done) {
-    const next = sm.next();
-    const gen = await deps.engine.generate({
-      inputIds: next.inputIds,
-      sampling: { ...spec.sampling, maxNewTokens: next.maxNewTokens },
-      rid: `${spec.rolloutId}:${next.turn}`,
-    });
-    const calls = sm.applyTurn(gen);
-    const turn = sm.lastTurn;
-    if (turn) await deps.onTurn?.(turn);
-    if (calls.length === 0) break;
-    const results = await Promise.all(
+  const runCalls = (calls: readonly PendingToolCall[]) =>
+    Promise.all(
       calls.map(async (c) => {
         const r =
           c.decodeError !== null
@@ -86,7 +83,34 @@ export async function runRollout(spec: RolloutSpec, deps: RolloutDeps, opts: Rol
         return r;
       }),
     );
-    sm.applyToolResults(results);
+  while (!sm.done) {
+    const next = sm.next();
+    const prior = deps.recorded?.(next.turn);
+    if (prior) {
+      const calls = sm.applyTurn(prior);
+      if (calls.length === 0) break;
+      sm.applyToolResults(await runCalls(calls));
+      continue;
+    }
+    let gen;
+    try {
+      gen = await deps.engine.generate({
+        inputIds: next.inputIds,
+        sampling: { ...spec.sampling, maxNewTokens: next.maxNewTokens },
+        rid: `${spec.rolloutId}:${next.turn}`,
+      });
+    } catch (e) {
+      // A context the engine cannot hold will not fit on a retry either: the rollout ends truncated here
+      // (and is graded like any truncated one) rather than failing, so its group still completes.
+      if (!(e instanceof ContextExceededError)) throw e;
+      sm.endContextExceeded();
+      break;
+    }
+    const calls = sm.applyTurn(gen);
+    const turn = sm.lastTurn;
+    if (turn) await deps.onTurn?.(turn);
+    if (calls.length === 0) break;
+    sm.applyToolResults(await runCalls(calls));
   }
   return { ...sm.outcome(), wallMs: clock() - started };
 }

@@ -18,8 +18,11 @@ export interface RolloutLimits {
   responseLimits?: Partial<ToolResponseLimits>;
 }
 
-/** Why a rollout ended (the `finishReason` of `RolloutCompleted`). */
-export type RolloutFinishReason = 'answer' | 'no_tool_call' | 'budget' | 'max_turns' | 'error';
+/**
+ * Why a rollout ended (the `finishReason` of `RolloutCompleted`); `context_exceeded` = the engine refused
+ * the next turn because the context no longer fits its window (the rollout is truncated there).
+ */
+export type RolloutFinishReason = 'answer' | 'no_tool_call' | 'budget' | 'max_turns' | 'error' | 'context_exceeded';
 
 /** One generated assistant turn, as `TurnGenerated` carries it. */
 export interface TurnRecord {
@@ -255,6 +258,17 @@ export class RolloutStateMachine {
     }
     this.text += toolText;
     this.phase = 'generate';
+  }
+
+  /**
+   * End the rollout truncated because the engine refused the next turn (context window exceeded): what
+   * was generated so far is kept, so the last token is a tool-response token when a tool turn preceded.
+   * @throws RolloutStateError unless a turn is due.
+   */
+  endContextExceeded(): void {
+    if (this.phase !== 'generate') throw new RolloutStateError(`endContextExceeded() called in phase ${this.phase}`);
+    this.truncated = true;
+    this.end('context_exceeded');
   }
 
   /** End the rollout early (engine or executor failure). */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CharTokenizer } from './char.tokenizer';
 import type { EngineSession, ExecRequest, ExecResult, GenerateFinishReason, ToolExecutor } from './ports';
+import { ContextExceededError } from './agent.errors';
 import { RolloutStateMachine } from './rollout.state';
 import { runRollout, type RolloutSpec } from './rollout.runner';
 import { IM_END, renderToolCall, renderToolTurn } from './template';
@@ -140,6 +141,50 @@ describe('runRollout', () => {
   it('ends with error when the engine aborts', async () => {
     const r = await runRollout(spec(), { engine: scripted([{ text: 'part', finishReason: 'abort' }]), tools: tools(), tokenizer: tok });
     expect(r).toMatchObject({ finishReason: 'error', truncated: false });
+  });
+
+  it('ends truncated with context_exceeded when the engine refuses the next turn, keeping what was generated', async () => {
+    const engine = scripted([callTurn('print(2+2)')]);
+    const refusing: EngineSession = {
+      async generate(req) {
+        if (req.rid.endsWith(':1')) throw new ContextExceededError('engine e0: /generate answered HTTP 400: context length exceeded', 'e0');
+        return engine.generate(req);
+      },
+    };
+    const r = await runRollout(spec(), { engine: refusing, tools: tools(), tokenizer: tok });
+    expect(r).toMatchObject({ finishReason: 'context_exceeded', truncated: true, turns: 1, toolCalls: 1, toolErrors: 0 });
+    expect(r.responseText).toContain('<tool_response>');
+    expectMaskCoversModelTokens(r);
+  });
+
+  it('ends with context_exceeded and an empty response when even the first turn does not fit', async () => {
+    const refusing: EngineSession = { generate: async () => { throw new ContextExceededError('prompt longer than the context window'); } };
+    const r = await runRollout(spec(), { engine: refusing, tools: tools(), tokenizer: tok });
+    expect(r).toMatchObject({ finishReason: 'context_exceeded', truncated: true, turns: 0, toolCalls: 0, responseText: '', engineId: '' });
+    expect(r.responseTokenIds).toEqual([]);
+  });
+
+  it('continues a redone rollout from its recorded turns: no regeneration, no second onTurn, same tool calls', async () => {
+    const first = await runRollout(spec(), { engine: scripted([callTurn('print(2+2)'), answerTurn]), tools: tools(), tokenizer: tok });
+    // The redo: turn 0 was recorded before the crash; the engine would now sample something else.
+    const engine = scripted([answerTurn]);
+    const reported: number[] = [];
+    const t = tools();
+    const redo = await runRollout(spec(), {
+      engine, tools: t, tokenizer: tok,
+      recorded: (turn) => (turn === 0 ? first.turnRecords[0] : undefined),
+      onTurn: (r) => void reported.push(r.turn),
+    });
+    expect(engine.requests.map((r) => r.rid)).toEqual(['r1:1']);
+    expect(reported).toEqual([1]);
+    expect(t.calls.map((c) => [c.callId, c.code])).toEqual([[first.toolCallRecords[0].callId, 'print(2+2)']]);
+    expect(redo.responseTokenIds).toEqual(first.responseTokenIds);
+    expect(redo).toMatchObject({ finishReason: 'answer', turns: 2, toolCalls: 1 });
+  });
+
+  it('still propagates other engine errors (the caller retries the rollout)', async () => {
+    const broken: EngineSession = { generate: async () => { throw new Error('connection reset'); } };
+    await expect(runRollout(spec(), { engine: broken, tools: tools(), tokenizer: tok })).rejects.toThrow('connection reset');
   });
 
   it('reports turns through onTurn and results through onToolResult in order', async () => {

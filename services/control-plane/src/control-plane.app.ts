@@ -34,7 +34,20 @@ export async function startControlPlane(opts: RuntimeOptions & { port?: number }
   };
 }
 
-/** Read the control plane's settings from the environment (see `main.ts`). */
+/**
+ * RSTAR_ARCHIVER_ACK_WAIT_MS: how long the archiver's unacked batches wait before JetStream redelivers
+ * them (after a crash, to the restarted control plane); an integer >= 1000.
+ */
+function archiverAckWait(raw: string): number {
+  const ms = Number(raw);
+  if (!Number.isInteger(ms) || ms < 1000) throw new Error(`RSTAR_ARCHIVER_ACK_WAIT_MS must be an integer >= 1000 (milliseconds), got "${raw}"`);
+  return ms;
+}
+
+/**
+ * Read the control plane's settings from the environment (see `main.ts`).
+ * @throws Error naming the variable (PORT, RSTAR_ARCHIVER_ACK_WAIT_MS) for a bad value.
+ */
 export function controlPlaneEnv(env: NodeJS.ProcessEnv = process.env): RuntimeOptions & { port: number } {
   const port = Number(env.PORT ?? 3000);
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
@@ -47,7 +60,7 @@ export function controlPlaneEnv(env: NodeJS.ProcessEnv = process.env): RuntimeOp
     stream: env.RSTAR_STREAM || undefined,
     subjectPrefix: env.RSTAR_SUBJECT_PREFIX || undefined,
     dataDir: env.RSTAR_DATA_DIR || undefined,
-    archiver: env.RSTAR_ARCHIVER_ACK_WAIT_MS ? { ackWaitMs: Number(env.RSTAR_ARCHIVER_ACK_WAIT_MS) } : undefined,
+    archiver: env.RSTAR_ARCHIVER_ACK_WAIT_MS ? { ackWaitMs: archiverAckWait(env.RSTAR_ARCHIVER_ACK_WAIT_MS) } : undefined,
     port,
     logger: createLogger('control-plane'),
   };

@@ -7,6 +7,12 @@ import { controlPlaneEnv, startControlPlane } from './control-plane.app';
  * PGlite), PORT (default 3000), RSTAR_ARCHIVER_ACK_WAIT_MS, and for isolation RSTAR_DB_SCHEMA, RSTAR_STREAM,
  * RSTAR_SUBJECT_PREFIX.
  * Prints one JSON line `{"event":"listening","url":...}` on stdout once ready.
+ *
+ * Crash safety (SIGKILL mid-run): the archiver's durable consumer has a fixed name (`archiver`) and acks
+ * a batch only after it committed, so a restarted control plane resumes where the dead one left off;
+ * batches it had in flight are redelivered after RSTAR_ARCHIVER_ACK_WAIT_MS (default 30 s) and rows
+ * that had already committed are dropped by `ON CONFLICT (id) DO NOTHING`: the archive ends with every
+ * published event exactly once.
  */
 async function main(): Promise<void> {
   const log = createLogger('control-plane');

@@ -16,8 +16,9 @@ type Completed = RstarEvent<'ToolCallCompleted'>;
 /**
  * {@link ToolExecutor} over the bus: `execute` publishes `ToolCallRequested` (deterministic id
  * `ToolCallRequested:<callId>`) and resolves when the matching `ToolCallCompleted` is fed to
- * {@link complete}. Completions that arrive before anyone waits (a redelivered rollout, a restart) are
- * kept for `keepMs` so the re-run rollout picks them up instead of waiting forever for a deduplicated call.
+ * {@link complete}. Every completion is also kept for `keepMs` (default 10 min; at most 10,000): one that
+ * arrives before anyone waits (a restart), or a result a failed attempt already consumed, is what a
+ * retried rollout gets when it re-requests the call, instead of waiting for a call the bus deduplicated.
  */
 export class BusToolExecutor implements ToolExecutor {
   private readonly waiting = new Map<string, { resolve: (r: ExecResult) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
@@ -40,10 +41,7 @@ export class BusToolExecutor implements ToolExecutor {
 
   async execute(req: ExecRequest): Promise<ExecResult> {
     const kept = this.early.get(req.callId);
-    if (kept) {
-      this.early.delete(req.callId);
-      return kept.result;
-    }
+    if (kept) return kept.result;
     const result = new Promise<ExecResult>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiting.delete(req.callId);
@@ -72,7 +70,7 @@ export class BusToolExecutor implements ToolExecutor {
     return result;
   }
 
-  /** Route a `ToolCallCompleted` to its waiting call (idempotent: a duplicate finds no waiter and is kept briefly). */
+  /** Route a `ToolCallCompleted` to its waiting call and keep it (idempotent: a duplicate replaces its copy). */
   complete(ev: Completed): void {
     const d = ev.data;
     const result: ExecResult = { status: d.status, stdout: d.stdout, stderr: d.stderr, exitCode: d.exitCode, signal: d.signal, wallMs: d.wallMs, cpuMs: d.cpuMs, truncated: d.truncated };
@@ -81,9 +79,9 @@ export class BusToolExecutor implements ToolExecutor {
       clearTimeout(w.timer);
       this.waiting.delete(d.callId);
       w.resolve(result);
-      return;
     }
     const now = (this.opts.clock ?? Date.now)();
+    this.early.delete(d.callId); // re-inserted last: Map order = oldest first
     this.early.set(d.callId, { result, at: now });
     const keep = this.opts.keepMs ?? 600_000;
     for (const [k, v] of this.early) {

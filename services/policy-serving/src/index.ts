@@ -13,3 +13,5 @@ export * from './policy-serving.handler';
 export * from './rollout.batch';
 export * from './policy-serving.config';
 export { startBuiltinEngine, GenerationScheduler, type BuiltinEngine, type BuiltinEngineOptions, type SchedulerStats as BuiltinEngineStats } from './builtin-engine';
+export * from './policy.follower';
+export * from './turn.journal';

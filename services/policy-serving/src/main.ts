@@ -23,7 +23,7 @@ class HealthController {
   @Get('health')
   health() {
     const engines = this.pool.scheduler.snapshot();
-    return { ok: engines.some((e) => e.up), policyVersion: this.handler.policyVersion };
+    return { ok: engines.some((e) => e.up), policyVersion: this.handler.policyVersion, policy: this.handler.policy, durables: this.handler.durables };
   }
 
   @Get('v1/engines')
@@ -57,7 +57,8 @@ async function bootstrap(): Promise<void> {
     compactPrompt: config.compactPrompt,
     concurrency: config.concurrency,
     initialPolicyVersion: config.initialPolicyVersion,
-    durable: { toolResults: `policy-serving-tool-results-${process.env.HOSTNAME ?? process.pid}` },
+    instanceId: config.instanceId,
+    ackWaitMs: config.ackWaitMs,
   });
 
   @Module({
@@ -75,7 +76,7 @@ async function bootstrap(): Promise<void> {
   const app = await NestFactory.create(PolicyServingModule, { logger: ['error', 'warn'] });
   app.enableShutdownHooks();
   await app.listen(config.port);
-  log.info('policy-serving listening', { port: config.port, engines: config.engines, policy: config.policy });
+  log.info('policy-serving listening', { port: config.port, engines: config.engines, policy: config.policy, instanceId: config.instanceId });
 }
 
 bootstrap().catch((e) => {

@@ -22,13 +22,20 @@ export interface PolicyServingConfig {
   compactPrompt: boolean;
   concurrency: number;
   initialPolicyVersion: number;
+  /** Stable instance identity naming the per-instance durables (see PolicyServingOptions.instanceId). */
+  instanceId: string;
+  /** Consumers' ack deadline in ms: how soon a restart gets back what the dead process held. */
+  ackWaitMs: number;
 }
 
 /**
  * Read RSTAR_NATS_URL (default nats://127.0.0.1:4222), RSTAR_ENGINES (comma-separated `kind=url`,
  * required), PORT (default 3001), RSTAR_SCHEDULER (default kv-budget), RSTAR_COMPACT_PROMPT (1 = the tiny
  * built-in policy's prompt), RSTAR_ROLLOUT_CONCURRENCY (default 256), RSTAR_POLICY_VERSION (default 0),
- * RSTAR_STREAM / RSTAR_SUBJECT_PREFIX (JetStream stream and subject prefix; defaults RSTAR / rstar).
+ * RSTAR_STREAM / RSTAR_SUBJECT_PREFIX (JetStream stream and subject prefix; defaults RSTAR / rstar),
+ * RSTAR_INSTANCE_ID (this replica's stable name, letters/digits/`_`/`-`, default `default`: a restart
+ * with the same id resumes its durables and gets back the rollouts, tool results and policy update the
+ * dead process held; give each replica its own id), RSTAR_ACK_WAIT_MS (default 30000, >= 1000).
  * @throws ServiceConfigError naming the variable.
  */
 export function readConfig(env: NodeJS.ProcessEnv = process.env): PolicyServingConfig {
@@ -42,6 +49,10 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): PolicyServingC
   };
   const policy = (env.RSTAR_SCHEDULER || 'kv-budget') as SchedulingPolicy;
   if (!SCHEDULING_POLICIES.includes(policy)) throw new ServiceConfigError(`RSTAR_SCHEDULER must be one of ${SCHEDULING_POLICIES.join(', ')}, got "${policy}"`, 'RSTAR_SCHEDULER');
+  const instanceId = env.RSTAR_INSTANCE_ID || 'default';
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(instanceId)) {
+    throw new ServiceConfigError(`RSTAR_INSTANCE_ID must be 1-64 letters, digits, "_" or "-" (it names durable consumers), got "${instanceId}"`, 'RSTAR_INSTANCE_ID');
+  }
   return {
     natsUrl: env.RSTAR_NATS_URL || 'nats://127.0.0.1:4222',
     stream: env.RSTAR_STREAM || undefined,
@@ -52,5 +63,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): PolicyServingC
     compactPrompt: env.RSTAR_COMPACT_PROMPT === '1',
     concurrency: int('RSTAR_ROLLOUT_CONCURRENCY', 256, 1),
     initialPolicyVersion: int('RSTAR_POLICY_VERSION', 0, 0),
+    instanceId,
+    ackWaitMs: int('RSTAR_ACK_WAIT_MS', 30_000, 1_000),
   };
 }

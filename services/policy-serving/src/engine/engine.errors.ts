@@ -24,6 +24,25 @@ export class EngineResponseError extends EngineError {
   }
 }
 
+/**
+ * The engine answered 4xx because the request's context (prompt + response so far + max new tokens)
+ * does not fit its context window. The pool turns it into `@rstar/agent`'s `ContextExceededError`, which
+ * ends the rollout truncated (`context_exceeded`) instead of failing it.
+ */
+export class EngineContextExceededError extends EngineResponseError {
+  override readonly code = 'engine_context_exceeded';
+}
+
+/**
+ * True when an engine's 4xx body says the context window was exceeded: SGLang ("longer than the model's
+ * context length"), vLLM ("maximum context length is", "max_model_len") and the built-in engine
+ * (`context_overflow`). Other 4xx answers (bad parameters) stay {@link EngineResponseError}.
+ */
+export function isContextExceededAnswer(status: number, body: string): boolean {
+  if (status < 400 || status >= 500) return false;
+  return /context[ _]length|context window|context_overflow|exceeds the model context|max_model_len|longer than the model/i.test(body);
+}
+
 /** The engine kind has no such operation (e.g. weight reload on a stock vLLM server). */
 export class EngineUnsupportedError extends EngineError {
   constructor(engineId: string, operation: string, hint: string) {

@@ -1,7 +1,7 @@
-import type { EngineSession, GenerateRequest, GenerateResult } from '@rstar/agent';
+import { ContextExceededError, type EngineSession, type GenerateRequest, type GenerateResult } from '@rstar/agent';
 import { RolloutScheduler, type Lease } from '../scheduler/rollout.scheduler';
 import type { SchedulingPolicy } from '../scheduler/engine.picker';
-import { EngineUnavailableError, NoEngineError } from './engine.errors';
+import { EngineContextExceededError, EngineUnavailableError, NoEngineError } from './engine.errors';
 import type { EngineAdapter } from './engine.port';
 
 /** Options of the pool. */
@@ -83,6 +83,8 @@ export class EnginePool {
             const res = await adapter.generate(req, ac.signal);
             return { ...res, engineId: lease.engineId };
           } catch (e) {
+            // Another engine has the same window (one model): no move, the agent loop ends the rollout truncated.
+            if (e instanceof EngineContextExceededError) throw new ContextExceededError(e.message, lease.engineId);
             if (!(e instanceof EngineUnavailableError) && !ac.signal.aborted) throw e;
             this.markDown(lease.engineId, e instanceof Error ? e.message : String(e));
             moved = true;

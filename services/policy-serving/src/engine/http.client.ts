@@ -1,4 +1,4 @@
-import { EngineResponseError, EngineUnavailableError } from './engine.errors';
+import { EngineContextExceededError, EngineResponseError, EngineUnavailableError, isContextExceededAnswer } from './engine.errors';
 
 /** Retry policy of engine HTTP calls: `attempts` tries, backoff `baseMs * 2^i` capped at `maxMs`. */
 export interface RetryPolicy {
@@ -20,7 +20,8 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 /**
  * JSON over HTTP to one engine, with retries and backoff on what may pass (network errors, timeouts,
  * 5xx, 429). A 4xx other than 429 is the caller's fault and is not retried.
- * @throws EngineUnavailableError when every attempt failed; EngineResponseError on a 4xx or non-JSON body;
+ * @throws EngineUnavailableError when every attempt failed; EngineContextExceededError on a 4xx saying the
+ *   context window is exceeded; EngineResponseError on another 4xx or a non-JSON body;
  *   the caller's abort reason when `signal` fires.
  */
 export async function requestJson(
@@ -58,6 +59,7 @@ export async function requestJson(
       lastError = new Error(`HTTP ${res.status} ${text.slice(0, 200)}`);
       continue;
     }
+    if (isContextExceededAnswer(res.status, text)) throw new EngineContextExceededError(engineId, `${path} answered HTTP ${res.status}: ${text.slice(0, 300)}`);
     if (res.status >= 400) throw new EngineResponseError(engineId, `${path} answered HTTP ${res.status}: ${text.slice(0, 300)}`);
     if (init.expectJson === false) return text;
     try {
