@@ -123,7 +123,8 @@ export const RolloutCompletedData = z.object({
   answerBlocks: z.number().int().nonnegative(),
   formatViolations: z.number().int().nonnegative(),
   truncated: z.boolean(),
-  finishReason: z.enum(['answer', 'no_tool_call', 'budget', 'max_turns', 'error']),
+  /** `context_exceeded`: the engine refused the next turn (context window full); the rollout is truncated there. */
+  finishReason: z.enum(['answer', 'no_tool_call', 'budget', 'max_turns', 'error', 'context_exceeded']),
 });
 
 export const RewardAssignedData = z.object({

@@ -59,6 +59,12 @@ export const RunConfigSchema = z.strictObject({
       batchSize: z.number().int().min(1).default(32),
       lr: z.number().positive().default(3e-3),
       warmupSteps: z.number().int().min(0).default(20),
+      /**
+       * Share (0..1) of SFT traces that make a failing tool call, show its real error output and recover
+       * (issue 7, the GRPO-RoC ablation). Absent means 0; absent rather than defaulted so that configs
+       * (and the `RunStarted` events that carry them) of runs without it stay byte-identical.
+       */
+      toolErrorRate: z.number().min(0).max(1).optional(),
     })
     .prefault({}),
   stages: z.array(StageConfigSchema).min(1),

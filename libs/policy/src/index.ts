@@ -11,6 +11,7 @@ export { Trainer, type TrainerOptions, type SftBatch, type GrpoBatch, type SftMe
 export { readCheckpoint, writeCheckpoint, type CheckpointData } from './checkpoint.store';
 export { sandboxExecutor, type CodeExecutor } from './code.executor';
 export { TASK_KINDS, generateTasks, type Task, type TaskKind } from './tasks/task.generator';
-export { buildSftTrace, taskPrompt, toolCallTurn, answerTurn, type SftTrace } from './tasks/sft-trace.builder';
+export { buildSftTrace, taskPrompt, toolCallTurn, recoveryTurn, answerTurn, type SftTrace, type FailedCall } from './tasks/sft-trace.builder';
+export { TOOL_ERROR_KINDS, TOOL_ERROR_PHRASE_TOKENS, failingCode, planToolErrors, toolErrorTokenizerSpec, type ToolErrorKind, type FailingCall } from './tasks/tool-error.variants';
 export { evaluateHeldOut, lastBoxed, type HeldOutReport } from './tasks/heldout.evaluator';
 export { runSft, SFT_PRESETS, type SftOptions, type SftPreset, type SftProgress, type SftResult } from './sft.runner';

@@ -8,6 +8,8 @@ import { Rng, deriveSeed } from './rng';
 import { evaluateHeldOut, type HeldOutReport } from './tasks/heldout.evaluator';
 import { buildSftTrace, type SftTrace } from './tasks/sft-trace.builder';
 import { generateTasks, type TaskKind } from './tasks/task.generator';
+import { planToolErrors, toolErrorTokenizerSpec } from './tasks/tool-error.variants';
+import { Tokenizer } from './tokenizer';
 import { Trainer } from './trainer';
 
 /** Named SFT settings. `tiny`: the default 2-layer, d_model 64 model (~126K parameters). */
@@ -29,6 +31,12 @@ export interface SftOptions {
   trainSize?: number;
   heldOutSize?: number;
   kinds?: TaskKind[];
+  /**
+   * Share of training traces (0..1, default 0) that first make a realistic failing tool call, show its real
+   * error output, then recover with the correct call and answer (issue 7: the noisy-but-correct trajectories
+   * GRPO-RoC is about). Above 0 the model gets the tool-error phrase tokens ({@link toolErrorTokenizerSpec}).
+   */
+  toolErrorRate?: number;
   /** Checkpoint directory (default `<repo>/checkpoints/sft-<preset>`). */
   outDir?: string;
   /** Runs the task programs and the model's tool calls (default: a 2-worker SandboxPool started and closed here). */
@@ -96,13 +104,18 @@ async function sftWithExecutor(opts: SftOptions, presetName: SftPreset, seed: nu
   const preset = SFT_PRESETS[presetName];
   const steps = opts.steps ?? preset.steps;
   const batchSize = opts.batchSize ?? preset.batchSize;
-  const model = opts.init ?? (await PolicyModel.create({ ...preset.model, ...opts.model }, seed));
+  const toolErrorRate = opts.toolErrorRate ?? 0;
+  const tokenizer = toolErrorRate > 0 ? new Tokenizer(toolErrorTokenizerSpec()) : new Tokenizer();
+  const model = opts.init ?? (await PolicyModel.create({ ...preset.model, ...opts.model }, seed, tokenizer));
 
   const train = generateTasks({ seed: deriveSeed(seed, 1), n: opts.trainSize ?? preset.trainSize, kinds: opts.kinds });
   const heldOut = generateTasks({ seed: deriveSeed(seed, 2), n: opts.heldOutSize ?? preset.heldOutSize, kinds: opts.kinds });
-  const traces: SftTrace[] = await mapLimit(train, 4, async (t) => buildSftTrace(t, await execute({ code: t.code }), model.tokenizer), (done) =>
-    onProgress({ phase: 'traces', done, total: train.length }),
-  );
+  const failing = planToolErrors(train, toolErrorRate, deriveSeed(seed, 4));
+  const traces: SftTrace[] = await mapLimit(train, 4, async (t, i) => {
+    const bug = failing[i];
+    const failed = bug ? { code: bug.code, result: await execute({ code: bug.code }) } : undefined;
+    return buildSftTrace(t, await execute({ code: t.code }), model.tokenizer, failed);
+  }, (done) => onProgress({ phase: 'traces', done, total: train.length }));
   const tooLong = traces.find((t) => t.tokenIds.length > model.config.context);
   if (tooLong) throw new PolicyInputError(`a trace has ${tooLong.tokenIds.length} tokens, more than model.context ${model.config.context} (raise model.context)`, 'model.context');
 
@@ -123,7 +136,7 @@ async function sftWithExecutor(opts: SftOptions, presetName: SftPreset, seed: nu
   const report = await evaluateHeldOut(model, heldOut, execute);
   const outDir = opts.outDir ?? resolve(__dirname, '../../..', 'checkpoints', `sft-${presetName}`);
   const checkpoint = model.save(outDir, {
-    stage: 'sft', preset: presetName, seed, steps: trainer.step, finalLoss, heldOutToolFormat: report.toolFormat, heldOutCorrect: report.correct, heldOutN: report.n,
+    stage: 'sft', preset: presetName, seed, steps: trainer.step, ...(toolErrorRate > 0 ? { toolErrorRate } : {}), finalLoss, heldOutToolFormat: report.toolFormat, heldOutCorrect: report.correct, heldOutN: report.n,
   });
   return { checkpoint, model, steps, trainSeconds, finalLoss, trainTokensPerS: tokens / Math.max(trainSeconds, 1e-9), numParams: model.numParams, heldOut: report };
 }

@@ -22,6 +22,17 @@ export function toolCallTurn(code: string): string {
   return `Let me compute this with Python.</reason>\n${renderToolCall(code)}${IM_END}`;
 }
 
+/** The turn after a failed call: a short reason, then the corrected call (PROTOCOL §1: turns reopen with `<reason>`). */
+export function recoveryTurn(code: string): string {
+  return `The code failed. Let me fix it.</reason>\n${renderToolCall(code)}${IM_END}`;
+}
+
+/** A failed first call of an err-and-recover trace: the buggy program and its REAL execution result. */
+export interface FailedCall {
+  code: string;
+  result: ExecResult;
+}
+
 /** Final assistant turn: the tool output copied into `<answer>\boxed{...}</answer>`. */
 export function answerTurn(answer: string): string {
   return `</reason>\n<answer>\\boxed{${answer}}</answer>${IM_END}`;
@@ -30,17 +41,30 @@ export function answerTurn(answer: string): string {
 /**
  * Build the rStar2-format SFT trace of a task (the "non-reasoning SFT" stage at miniature scale): prompt,
  * reason + one `<tool_call>`, the tool response of the REAL execution `result` (PROTOCOL §3 text), then the
- * answer. Segments are tokenised separately, as the agent loop does. Throws {@link PolicyInputError} when the
- * execution did not print the gold answer (a broken program must not become a training target).
+ * answer. With `failed` (issue 7), the first call is the buggy program, its real error output is the first
+ * tool response, and a {@link recoveryTurn} with the reference program follows: a trace that errs and
+ * recovers, the kind of correct-but-noisy trajectory GRPO-RoC down-samples (rStar2-Agent §3).
+ * Segments are tokenised separately, as the agent loop does.
+ * @throws PolicyInputError when the execution did not print the gold answer (a broken program must not
+ *   become a training target), or when `failed.result` did not fail (field `failed`).
  */
-export function buildSftTrace(task: Task, result: ExecResult, tokenizer: Tokenizer = new Tokenizer()): SftTrace {
+export function buildSftTrace(task: Task, result: ExecResult, tokenizer: Tokenizer = new Tokenizer(), failed?: FailedCall): SftTrace {
   const out = result.stdout.trim();
   if (result.status !== 'ok' || out !== task.answer) {
     throw new PolicyInputError(`task ${task.id}: execution gave status ${result.status}, stdout "${out.slice(0, 40)}", expected "${task.answer}" (the reference program is wrong or the sandbox failed)`, 'result');
   }
+  if (failed && failed.result.status === 'ok') {
+    throw new PolicyInputError(`task ${task.id}: the buggy program "${failed.code}" ran without error (stdout "${failed.result.stdout.trim().slice(0, 40)}"); an err-and-recover trace needs a call that fails`, 'failed');
+  }
   const segs: [string, number][] = [
     [taskPrompt(task), 0],
-    [toolCallTurn(task.code), 1],
+    ...(failed
+      ? ([
+          [toolCallTurn(failed.code), 1],
+          [renderToolTurn([formatToolResponse(failed.result)]), 0],
+          [recoveryTurn(task.code), 1],
+        ] as [string, number][])
+      : ([[toolCallTurn(task.code), 1]] as [string, number][])),
     [renderToolTurn([formatToolResponse(result)]), 0],
     [answerTurn(out), 1],
   ];

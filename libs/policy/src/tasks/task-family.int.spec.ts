@@ -9,8 +9,9 @@ import { PolicyModel } from '../policy.model';
 import { runSft } from '../sft.runner';
 import { Tokenizer } from '../tokenizer';
 import { lastBoxed } from './heldout.evaluator';
-import { buildSftTrace, taskPrompt } from './sft-trace.builder';
+import { buildSftTrace, recoveryTurn, taskPrompt } from './sft-trace.builder';
 import { TASK_KINDS, generateTasks } from './task.generator';
+import { planToolErrors, toolErrorTokenizerSpec } from './tool-error.variants';
 
 describe('task family, SFT traces and runSft (real Python sandbox)', () => {
   let pool: SandboxPool;
@@ -50,6 +51,48 @@ describe('task family, SFT traces and runSft (real Python sandbox)', () => {
     expect(trained).not.toContain('<tool_response>');
     expect(trace.lossMask.slice(0, trace.promptLength).every((m) => m === 0)).toBe(true);
     expect(() => buildSftTrace(task, { status: 'ok', stdout: '1\n', stderr: '', exitCode: 0, signal: null, wallMs: 1, cpuMs: 1, truncated: false }, tok)).toThrow(/expected/);
+  });
+
+  it('builds err-and-recover traces: a failing call with its REAL sandbox error, the corrected call, the answer (issue 7)', async () => {
+    const tok = new Tokenizer(toolErrorTokenizerSpec());
+    const exec = sandboxExecutor(pool);
+    const tasks = generateTasks({ seed: 21, n: 24 });
+    const plan = planToolErrors(tasks, 1, 5);
+    const seen = new Set<string>();
+    for (let i = 0; i < tasks.length; i++) {
+      const t = tasks[i];
+      const bug = plan[i]!;
+      const failedResult = await exec({ code: bug.code });
+      expect(failedResult.status, bug.code).toBe('runtime_error');
+      const trace = buildSftTrace(t, await exec({ code: t.code }), tok, { code: bug.code, result: failedResult });
+      expect(tok.decode(trace.tokenIds)).toBe(trace.text);
+      const turns = trace.text.split('<|im_start|>assistant\n');
+      const [first, second] = [parseTurn(turns[1]).calls[0], parseTurn(turns[2]).calls[0]];
+      expect(first).toMatchObject({ ok: true, code: bug.code });
+      expect(second).toMatchObject({ ok: true, code: t.code });
+      expect(trace.text).toContain(recoveryTurn(t.code));
+      const errorLine = bug.kind === 'unclosed-paren' ? "SyntaxError: '(' was never closed" : `NameError: name '${bug.kind === 'missing-import' ? 'math' : 'x'}' is not defined`;
+      expect(trace.text).toContain(errorLine);
+      expect(failedResult.stderr).toContain(errorLine);
+      seen.add(bug.kind);
+      expect(lastBoxed(trace.text)).toBe(t.answer);
+      // Trained text: both calls and the answer; never the error output.
+      const trained = tok.decode(trace.tokenIds.filter((_, j) => trace.lossMask[j] === 1));
+      expect(trained).not.toContain('Error');
+      expect(trained).toContain(bug.code);
+    }
+    expect(seen.size).toBe(3);
+    const [task] = tasks;
+    const ok = await exec({ code: task.code });
+    expect(() => buildSftTrace(task, ok, tok, { code: task.code, result: ok })).toThrow(/needs a call that fails/);
+  });
+
+  it('runSft with toolErrorRate trains on err-and-recover traces with the tool-error tokenizer', async () => {
+    const out = join(tmp, 'ck-err');
+    const r = await runSft({ preset: 'smoke', steps: 2, trainSize: 16, toolErrorRate: 0.5, model: { context: 192 }, outDir: out, execute: sandboxExecutor(pool) });
+    expect(r.model.tokenizer.spec).toEqual(toolErrorTokenizerSpec());
+    expect(r.model.meta).toMatchObject({ toolErrorRate: 0.5 });
+    r.model.dispose();
   });
 
   it('runSft (smoke preset) trains, writes a loadable checkpoint and reports held-out scores', async () => {

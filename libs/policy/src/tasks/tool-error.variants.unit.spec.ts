@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { Tokenizer } from '../tokenizer';
+import { generateTasks } from './task.generator';
+import { TOOL_ERROR_PHRASE_TOKENS, failingCode, planToolErrors, toolErrorTokenizerSpec } from './tool-error.variants';
+
+describe('tool-error variants of the task family (issue 7)', () => {
+  const tasks = generateTasks({ seed: 11, n: 600 });
+
+  it('given rate 0, when planning, then no trace errs (the default SFT data is unchanged)', () => {
+    expect(planToolErrors(tasks, 0, 3).every((p) => p === null)).toBe(true);
+  });
+
+  it('given rate 0.4, when planning, then about 40% of traces err, deterministically, with mistakes that apply to the task', () => {
+    const plan = planToolErrors(tasks, 0.4, 3);
+    expect(planToolErrors(tasks, 0.4, 3)).toEqual(plan);
+    expect(planToolErrors(tasks, 0.4, 4)).not.toEqual(plan);
+    const share = plan.filter((p) => p !== null).length / tasks.length;
+    expect(share).toBeGreaterThan(0.34);
+    expect(share).toBeLessThan(0.46);
+    const kinds = new Set(plan.flatMap((p) => (p ? [p.kind] : [])));
+    expect(kinds).toEqual(new Set(['wrong-variable', 'missing-import', 'unclosed-paren']));
+    plan.forEach((p, i) => {
+      if (!p) return;
+      expect(p.code).not.toBe(tasks[i].code);
+      if (p.kind === 'missing-import') expect(tasks[i].code.startsWith('import math; ')).toBe(true);
+      if (p.kind === 'wrong-variable') expect(tasks[i].code.startsWith('import math; ')).toBe(false);
+    });
+  });
+
+  it('given a program, when making each mistake, then the code has exactly that bug', () => {
+    expect(failingCode({ id: 'a', code: 'print(284 * 604)' }, 'wrong-variable')).toBe('print(x * 604)');
+    expect(failingCode({ id: 'a', code: 'print(284 * 604)' }, 'unclosed-paren')).toBe('print(284 * 604');
+    expect(failingCode({ id: 'b', code: 'import math; print(math.gcd(12, 18))' }, 'missing-import')).toBe('print(math.gcd(12, 18))');
+    expect(() => failingCode({ id: 'a', code: 'print(1)' }, 'missing-import')).toThrow(/missing-import/);
+  });
+
+  it('rejects a rate outside [0, 1], naming the field', () => {
+    expect(() => planToolErrors(tasks, 1.5, 1)).toThrow(/toolErrorRate/);
+    expect(() => planToolErrors(tasks, Number.NaN, 1)).toThrow(/toolErrorRate/);
+  });
+
+  it('the tool-error tokenizer extends the default one and round-trips error output in fewer tokens', () => {
+    const spec = toolErrorTokenizerSpec();
+    const base = Tokenizer.defaultSpec();
+    expect(spec.pieces.slice(0, base.pieces.length)).toEqual(base.pieces);
+    expect(spec.pieces.slice(base.pieces.length)).toEqual(TOOL_ERROR_PHRASE_TOKENS);
+    const text = 'stderr: Traceback (most recent call last):\n  File "<code>", line 1, in <module>\n    print(x * 604)\n           ^\nNameError: name \'x\' is not defined\nexecution time: 0.01s';
+    const tok = new Tokenizer(spec);
+    expect(tok.decode(tok.encode(text))).toBe(text);
+    expect(tok.encode(text).length).toBeLessThan(new Tokenizer().encode(text).length / 3);
+  });
+});
