@@ -7,19 +7,26 @@ import { parseRunConfig, type RunConfig } from '@rstar/contracts';
 import { connectRuntime } from '@rstar/messaging';
 import { PolicyModel, toolErrorTokenizerSpec } from '@rstar/policy';
 import { runRocAblation, type AblationResult } from '../../libs/cli/src/train/roc.ablation';
+import { SFT_CHECKPOINT_TIMEOUT_MS, ensureSftCheckpoint } from '../support/sft-checkpoint';
 
 const STEPS = 2;
+/**
+ * The effect test: SFT seed (its checkpoint is cached), RL seed, steps averaged and the least RoC-vs-GRPO
+ * gap asserted. Measured from the same SFT checkpoint, last-6 mean RoC vs GRPO: RL seed 1 0.08 vs 0.96,
+ * RL seed 2 0.27 vs 1.00 (gaps 0.87 and 0.73).
+ */
+const EFFECT_SFT_SEED = 1;
+const EFFECT_RL_SEED = 2;
+const LAST_K = 6;
+const MARGIN = 0.3;
 
 /**
- * `rstar ablate roc` end to end at smoke scale: the `roc-ablation` preset with its err-and-recover SFT
- * data (`sft.toolErrorRate`) but a small model and few SFT/RL steps, one seed, both arms. Asserts the
- * plumbing the measured ablation relies on: the SFT checkpoint is trained on the error share (tool-error
- * tokenizer, recorded rate), both arms start from it and run every step, the report has per-step CSV,
- * JSON and SVG curves, and a rerun into the same folder reuses the SFT checkpoint and finished arms.
- *
- * The EFFECT (lower positive-rollout tool-error ratio with RoC) is not asserted: measured with the full
- * preset (see the report of issue 7), the tiny policy's err-and-recover rollouts almost never end correct,
- * so neither arm has erroneous calls in its positive rollouts to tell apart.
+ * `rstar ablate roc` end to end at smoke scale: the `roc-ablation` preset with its noisy SFT data
+ * (`sft.toolErrorRate`, `sft.toolErrorKinds`) but a small model and few SFT/RL steps, one seed, both arms.
+ * Asserts the plumbing the measured ablation relies on: the SFT checkpoint is trained on the error share
+ * (tool-error tokenizer, recorded rate and kinds), both arms start from it and run every step, the report
+ * has per-step CSV, JSON and SVG curves, and a rerun into the same folder reuses the SFT checkpoint and
+ * finished arms.
  */
 describe('rstar ablate roc: both arms from one err-and-recover SFT checkpoint, curves reported', () => {
   let out: string;
@@ -47,10 +54,10 @@ describe('rstar ablate roc: both arms from one err-and-recover SFT checkpoint, c
   });
 
   it('trains the SFT checkpoint on the preset\'s error share, with the tool-error tokenizer', async () => {
-    expect(config.sft.toolErrorRate).toBe(0.4);
+    expect(config.sft).toMatchObject({ toolErrorRate: 0.5, toolErrorKinds: ['trailing-check'] });
     const sft = await PolicyModel.load(result.perSeed[0].sftCheckpoint);
     expect(sft.tokenizer.spec).toEqual(toolErrorTokenizerSpec());
-    expect(sft.meta).toMatchObject({ stage: 'sft', seed: 3, toolErrorRate: 0.4 });
+    expect(sft.meta).toMatchObject({ stage: 'sft', seed: 3, toolErrorRate: 0.5, toolErrorKinds: ['trailing-check'] });
     sft.dispose();
   });
 
@@ -62,7 +69,7 @@ describe('rstar ablate roc: both arms from one err-and-recover SFT checkpoint, c
     expect(csv.filter((l) => l.startsWith('3,roc,'))).toHaveLength(STEPS);
     expect(csv.filter((l) => l.startsWith('mean,grpo,'))).toHaveLength(STEPS);
     const json = JSON.parse(readFileSync(join(out, 'ablation.json'), 'utf8'));
-    expect(json.toolErrorRate).toBe(0.4);
+    expect(json).toMatchObject({ toolErrorRate: 0.5, toolErrorKinds: ['trailing-check'] });
     expect(json.lastK).toBe(1);
     expect(json.summary.roc.passRate).toEqual(result.summary.roc.passRate);
   });
@@ -71,5 +78,52 @@ describe('rstar ablate roc: both arms from one err-and-recover SFT checkpoint, c
     const again = await runRocAblation(config, { seeds: [3], outDir: out, skipEval: true, openRuntime });
     expect(again.arms).toEqual(result.arms);
     expect(again.perSeed[0].sftCheckpoint).toBe(result.perSeed[0].sftCheckpoint);
+  });
+});
+
+/**
+ * The ablation's EFFECT (issue 7, rStar2-Agent §3 / Fig. 4), on the full `roc-ablation` preset for one seed:
+ * the SFT policy writes the noisy `; print(check)` trailing line in about half its calls, which prints the
+ * answer and then fails (runtime_error). Plain GRPO gives a noisy and a clean correct rollout the same
+ * advantage; RoC keeps the positives with fewer tool errors, so the policy drops the noisy line.
+ * Asserted: the tool-error ratio in sampled positive rollouts over the last K steps is lower with RoC than
+ * with plain GRPO by at least MARGIN, well under the gaps measured (0.87 with RL seed 1, 0.73 with this
+ * test's RL seed 2). The SFT checkpoint comes from the `.rstar/cache` (keyed by every
+ * SFT setting); the first run trains it (~8 min on 2 busy cores), later runs take ~6 min (369 s measured at load ~9).
+ * That is as long as the rest of the suite's slowest files together, so it runs when RSTAR_ABLATION_E2E=1
+ * (`RSTAR_ABLATION_E2E=1 npx vitest run test/e2e/ablation-roc.e2e.spec.ts`); the pipeline tests above always run.
+ */
+const EFFECT = process.env.RSTAR_ABLATION_E2E === '1';
+if (!EFFECT) console.info('ablation effect test skipped: set RSTAR_ABLATION_E2E=1 to run it (~6 min, plus ~8 min to train its SFT checkpoint once)');
+describe.skipIf(!EFFECT)('rstar ablate roc: RoC lowers the tool-error ratio in correct rollouts (trailing-check SFT)', () => {
+  let out: string;
+  let result: AblationResult;
+  const openRuntime = (dir: string) => connectRuntime({ natsUrl: '', databaseUrl: '', dataDir: join(dir, 'events') });
+
+  beforeAll(async () => {
+    const preset = parseYaml(readFileSync(resolve(__dirname, '../../configs/roc-ablation.yaml'), 'utf8'));
+    const { sft } = preset;
+    const checkpoint = await ensureSftCheckpoint({
+      steps: sft.steps, seed: EFFECT_SFT_SEED, model: preset.policy.model, batchSize: sft.batchSize, lr: sft.lr, warmupSteps: sft.warmupSteps,
+      toolErrorRate: sft.toolErrorRate, toolErrorKinds: sft.toolErrorKinds,
+    });
+    out = mkdtempSync(join(tmpdir(), 'rstar-ablation-effect-'));
+    const config = parseRunConfig({ ...preset, name: 'roc-ablation-effect-e2e', policy: { ...preset.policy, init: 'checkpoint', checkpoint } });
+    result = await runRocAblation(config, { seeds: [EFFECT_RL_SEED], outDir: out, skipEval: true, openRuntime, lastK: LAST_K });
+  }, SFT_CHECKPOINT_TIMEOUT_MS + 600_000);
+
+  afterAll(() => {
+    if (out) rmSync(out, { recursive: true, force: true });
+  });
+
+  it(`the tool-error ratio in positive rollouts over the last ${LAST_K} steps is lower with RoC than with plain GRPO`, () => {
+    const roc = result.summary.roc.toolErrorRatioPositive;
+    const grpo = result.summary.grpo.toolErrorRatioPositive;
+    const curves = Object.fromEntries(result.arms.map((a) => [a.arm, a.toolErrorRatioPositive.map((v) => (v === null ? null : Number(v.toFixed(3))))]));
+    // The curves go to the log: they are the measurement the margin is checked against.
+    console.info(`ablation effect (SFT seed ${EFFECT_SFT_SEED}, RL seed ${EFFECT_RL_SEED}): ${JSON.stringify({ curves, roc, grpo })}`);
+    expect(roc.lastK).not.toBeNull();
+    expect(grpo.lastK).not.toBeNull();
+    expect(grpo.lastK! - roc.lastK!, JSON.stringify({ roc, grpo })).toBeGreaterThanOrEqual(MARGIN);
   });
 });

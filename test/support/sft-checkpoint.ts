@@ -1,6 +1,7 @@
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { runSft } from '@rstar/policy';
+import { runSft, type SftOptions } from '@rstar/policy';
 
 const CACHE = resolve(__dirname, '../../.rstar/cache');
 
@@ -28,14 +29,23 @@ function ownerAlive(lock: string): boolean {
  * 400 steps, seeded, so every machine gets the same data order and init) and later callers reuse it from
  * `.rstar/cache/`. A mkdir lock holding the owner's pid lets parallel test workers wait for the one that
  * trains, and take over when that worker died (a test file's process ends with its file). Call it from a
- * `beforeAll` with at least {@link SFT_CHECKPOINT_TIMEOUT_MS}.
+ * `beforeAll` with at least {@link SFT_CHECKPOINT_TIMEOUT_MS}. Extra `settings` (model, batch, lr, the
+ * tool-error share and kinds) are passed to `runSft` and keyed into the cache directory name.
  *
  * @returns the checkpoint directory (model.json + weights.bin)
  */
-export async function ensureSftCheckpoint(opts: { steps?: number; seed?: number } = {}): Promise<string> {
-  const steps = opts.steps ?? 400;
-  const seed = opts.seed ?? 7;
-  const dir = join(CACHE, `sft-tiny-seed${seed}-steps${steps}`);
+/** SFT settings beyond the `tiny` preset's that a cached checkpoint may use (issue 7: the tool-error share and kinds). */
+export type SftCheckpointSettings = Pick<SftOptions, 'model' | 'batchSize' | 'lr' | 'warmupSteps' | 'trainSize' | 'toolErrorRate' | 'toolErrorKinds'>;
+
+export async function ensureSftCheckpoint(opts: { steps?: number; seed?: number } & SftCheckpointSettings = {}): Promise<string> {
+  const { steps: s, seed: sd, ...settings } = opts;
+  const steps = s ?? 400;
+  const seed = sd ?? 7;
+  // Every setting beyond steps and seed goes into the key (as a hash), so a changed setting never reuses a
+  // stale checkpoint; without any, the key stays the one earlier callers used.
+  const given = Object.entries(settings).filter(([, v]) => v !== undefined);
+  const extra = given.length === 0 ? '' : `-${createHash('sha256').update(JSON.stringify(given.sort(([a], [b]) => a.localeCompare(b)))).digest('hex').slice(0, 12)}`;
+  const dir = join(CACHE, `sft-tiny-seed${seed}-steps${steps}${extra}`);
   if (existsSync(join(dir, 'model.json'))) return dir;
   mkdirSync(CACHE, { recursive: true });
   const lock = `${dir}.lock`;
@@ -52,7 +62,7 @@ export async function ensureSftCheckpoint(opts: { steps?: number; seed?: number 
   }
   try {
     if (!existsSync(join(dir, 'model.json'))) {
-      await runSft({ preset: 'tiny', steps, seed, trainSize: 2048, heldOutSize: 8, outDir: dir });
+      await runSft({ preset: 'tiny', steps, seed, trainSize: 2048, ...settings, heldOutSize: 8, outDir: dir });
     }
     return dir;
   } finally {

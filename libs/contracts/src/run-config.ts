@@ -65,6 +65,11 @@ export const RunConfigSchema = z.strictObject({
        * (and the `RunStarted` events that carry them) of runs without it stay byte-identical.
        */
       toolErrorRate: z.number().min(0).max(1).optional(),
+      /**
+       * Which mistakes the erring SFT traces make (issue 7); absent means the recovering mix (wrong variable,
+       * missing import, unclosed paren). `trailing-check`: the one call prints the answer, then fails.
+       */
+      toolErrorKinds: z.array(z.enum(['wrong-variable', 'missing-import', 'unclosed-paren', 'trailing-check'])).min(1).optional(),
     })
     .prefault({}),
   stages: z.array(StageConfigSchema).min(1),

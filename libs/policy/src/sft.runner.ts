@@ -6,9 +6,9 @@ import { PolicyInputError } from './errors';
 import { PolicyModel } from './policy.model';
 import { Rng, deriveSeed } from './rng';
 import { evaluateHeldOut, type HeldOutReport } from './tasks/heldout.evaluator';
-import { buildSftTrace, type SftTrace } from './tasks/sft-trace.builder';
+import { buildNoisyCorrectTrace, buildSftTrace, type SftTrace } from './tasks/sft-trace.builder';
 import { generateTasks, type TaskKind } from './tasks/task.generator';
-import { planToolErrors, toolErrorTokenizerSpec } from './tasks/tool-error.variants';
+import { planToolErrors, recovers, toolErrorTokenizerSpec, type ToolErrorKind } from './tasks/tool-error.variants';
 import { Tokenizer } from './tokenizer';
 import { Trainer } from './trainer';
 
@@ -37,6 +37,11 @@ export interface SftOptions {
    * GRPO-RoC is about). Above 0 the model gets the tool-error phrase tokens ({@link toolErrorTokenizerSpec}).
    */
   toolErrorRate?: number;
+  /**
+   * The mistakes drawn for the erring traces (default: the recovering kinds). `['trailing-check']`: the one
+   * call prints the right answer then fails, and the trace answers from its stdout (no recovery needed).
+   */
+  toolErrorKinds?: ToolErrorKind[];
   /** Checkpoint directory (default `<repo>/checkpoints/sft-<preset>`). */
   outDir?: string;
   /** Runs the task programs and the model's tool calls (default: a 2-worker SandboxPool started and closed here). */
@@ -110,9 +115,10 @@ async function sftWithExecutor(opts: SftOptions, presetName: SftPreset, seed: nu
 
   const train = generateTasks({ seed: deriveSeed(seed, 1), n: opts.trainSize ?? preset.trainSize, kinds: opts.kinds });
   const heldOut = generateTasks({ seed: deriveSeed(seed, 2), n: opts.heldOutSize ?? preset.heldOutSize, kinds: opts.kinds });
-  const failing = planToolErrors(train, toolErrorRate, deriveSeed(seed, 4));
+  const failing = planToolErrors(train, toolErrorRate, deriveSeed(seed, 4), opts.toolErrorKinds);
   const traces: SftTrace[] = await mapLimit(train, 4, async (t, i) => {
     const bug = failing[i];
+    if (bug && !recovers(bug.kind)) return buildNoisyCorrectTrace(t, { code: bug.code, result: await execute({ code: bug.code }) }, model.tokenizer);
     const failed = bug ? { code: bug.code, result: await execute({ code: bug.code }) } : undefined;
     return buildSftTrace(t, await execute({ code: t.code }), model.tokenizer, failed);
   }, (done) => onProgress({ phase: 'traces', done, total: train.length }));
@@ -136,7 +142,7 @@ async function sftWithExecutor(opts: SftOptions, presetName: SftPreset, seed: nu
   const report = await evaluateHeldOut(model, heldOut, execute);
   const outDir = opts.outDir ?? resolve(__dirname, '../../..', 'checkpoints', `sft-${presetName}`);
   const checkpoint = model.save(outDir, {
-    stage: 'sft', preset: presetName, seed, steps: trainer.step, ...(toolErrorRate > 0 ? { toolErrorRate } : {}), finalLoss, heldOutToolFormat: report.toolFormat, heldOutCorrect: report.correct, heldOutN: report.n,
+    stage: 'sft', preset: presetName, seed, steps: trainer.step, ...(toolErrorRate > 0 ? { toolErrorRate } : {}), ...(toolErrorRate > 0 && opts.toolErrorKinds ? { toolErrorKinds: opts.toolErrorKinds } : {}), finalLoss, heldOutToolFormat: report.toolFormat, heldOutCorrect: report.correct, heldOutN: report.n,
   });
   return { checkpoint, model, steps, trainSeconds, finalLoss, trainTokensPerS: tokens / Math.max(trainSeconds, 1e-9), numParams: model.numParams, heldOut: report };
 }

@@ -73,7 +73,7 @@ export async function launchDistributedRun(ev: RstarEvent<'RunStarted'>, deps: L
         log('SFT stage', { runId, steps: config.sft.steps });
         const r = await runSft({
           steps: config.sft.steps, batchSize: config.sft.batchSize, lr: config.sft.lr, warmupSteps: config.sft.warmupSteps, seed: config.seed,
-          model: config.policy.model, trainSize: config.data.trainSize, heldOutSize: Math.min(16, config.data.heldOutSize), toolErrorRate: config.sft.toolErrorRate ?? 0, outDir: join(dir, 'sft'),
+          model: config.policy.model, trainSize: config.data.trainSize, heldOutSize: Math.min(16, config.data.heldOutSize), toolErrorRate: config.sft.toolErrorRate ?? 0, toolErrorKinds: config.sft.toolErrorKinds, outDir: join(dir, 'sft'),
           execute: (req) => sandbox.execute({ code: req.code, input: req.input, timeoutMs: config.tool.timeoutMs, memoryMb: config.tool.memoryMb }),
         });
         r.model.dispose();

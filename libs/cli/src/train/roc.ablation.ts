@@ -47,7 +47,7 @@ export interface AblationOptions {
 /**
  * The SFT checkpoint both arms of `seed` start from: the config's checkpoint when `policy.init` is
  * `checkpoint`, else `runSft` with the config's SFT section, INCLUDING `sft.toolErrorRate` (the share of
- * err-and-recover traces), written to `dir` (reused when `dir` already holds one).
+ * erring traces) and `sft.toolErrorKinds` (their mistakes), written to `dir` (reused when `dir` already holds one).
  */
 async function sftCheckpointFor(config: RunConfig, seed: number, dir: string, onProgress: (p: TrainProgress) => void): Promise<string> {
   if (config.policy.init === 'checkpoint') return resolve(REPO_ROOT, config.policy.checkpoint ?? '');
@@ -58,7 +58,7 @@ async function sftCheckpointFor(config: RunConfig, seed: number, dir: string, on
   const r = await runSft(
     {
       steps: config.sft.steps, batchSize: config.sft.batchSize, lr: config.sft.lr, warmupSteps: config.sft.warmupSteps, seed,
-      model: config.policy.model, trainSize: config.data.trainSize, heldOutSize: 8, toolErrorRate: config.sft.toolErrorRate ?? 0, outDir: dir,
+      model: config.policy.model, trainSize: config.data.trainSize, heldOutSize: 8, toolErrorRate: config.sft.toolErrorRate ?? 0, toolErrorKinds: config.sft.toolErrorKinds, outDir: dir,
     },
     (p) => {
       if (p.phase === 'train') onProgress({ phase: 'sft', step: p.step, steps: p.steps, loss: p.loss });
@@ -141,6 +141,6 @@ export async function runRocAblation(config: RunConfig, opts: AblationOptions): 
     summary: { roc: of('roc'), grpo: of('grpo') },
     perSeed: opts.seeds.map((seed) => ({ seed, sftCheckpoint: sftDirs.get(seed)!, roc: of('roc', seed), grpo: of('grpo', seed) })),
   };
-  const files = writeAblationReport(outDir, arms, { config: config.name, seeds: opts.seeds, toolErrorRate: config.sft.toolErrorRate ?? 0, lastK, summary: result.summary, perSeed: result.perSeed });
+  const files = writeAblationReport(outDir, arms, { config: config.name, seeds: opts.seeds, toolErrorRate: config.sft.toolErrorRate ?? 0, ...(config.sft.toolErrorKinds ? { toolErrorKinds: config.sft.toolErrorKinds } : {}), lastK, summary: result.summary, perSeed: result.perSeed });
   return { ...result, files };
 }

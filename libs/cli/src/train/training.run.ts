@@ -180,7 +180,7 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
       const r = await runSft(
         {
           steps: config.sft.steps, batchSize: config.sft.batchSize, lr: config.sft.lr, warmupSteps: config.sft.warmupSteps, seed: config.seed,
-          model: config.policy.model, trainSize: config.data.trainSize, heldOutSize: Math.min(16, config.data.heldOutSize), toolErrorRate: config.sft.toolErrorRate ?? 0, outDir: join(outDir, 'checkpoints', 'sft'),
+          model: config.policy.model, trainSize: config.data.trainSize, heldOutSize: Math.min(16, config.data.heldOutSize), toolErrorRate: config.sft.toolErrorRate ?? 0, toolErrorKinds: config.sft.toolErrorKinds, outDir: join(outDir, 'checkpoints', 'sft'),
           execute: (req) => sandbox.execute({ code: req.code, input: req.input, timeoutMs: config.tool.timeoutMs, memoryMb: config.tool.memoryMb, outputChars: config.tool.outputChars }),
         },
         (p: SftProgress) => {

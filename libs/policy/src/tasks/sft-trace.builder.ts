@@ -1,4 +1,4 @@
-import { IM_END, formatToolResponse, renderPrompt, renderToolCall, renderToolTurn, type ExecResult } from '@rstar/agent';
+import { IM_END, DEFAULT_TOOL_RESPONSE_LIMITS, formatToolResponse, renderPrompt, renderToolCall, renderToolTurn, type ExecResult } from '@rstar/agent';
 import { PolicyInputError } from '../errors';
 import { Tokenizer } from '../tokenizer';
 import type { Task } from './task.generator';
@@ -66,6 +66,41 @@ export function buildSftTrace(task: Task, result: ExecResult, tokenizer: Tokeniz
         ] as [string, number][])
       : ([[toolCallTurn(task.code), 1]] as [string, number][])),
     [renderToolTurn([formatToolResponse(result)]), 0],
+    [answerTurn(out), 1],
+  ];
+  const tokenIds: number[] = [];
+  const lossMask: number[] = [];
+  for (const [text, m] of segs) {
+    const ids = tokenizer.encode(text);
+    tokenIds.push(...ids);
+    lossMask.push(...ids.map(() => m));
+  }
+  return { text: segs.map((s) => s[0]).join(''), tokenIds, lossMask, promptLength: tokenizer.encode(segs[0][0]).length };
+}
+
+/**
+ * Build the SFT trace of a task whose ONE tool call prints the correct result and then fails (issue 7,
+ * kind `trailing-check`): prompt, reason + the noisy call, its REAL tool response (stdout with the answer,
+ * then the traceback), then the answer copied from stdout. Erroneous (status not `ok`, PROTOCOL §3) yet
+ * correct: the trajectory GRPO-RoC down-samples among positive rollouts and plain GRPO reinforces as much
+ * as a clean one (rStar2-Agent §3), with no recovery turn for a tiny policy to get wrong.
+ * @throws PolicyInputError (field `noisy`) when the call did not fail, when its stdout is not the gold
+ *   answer, or when the tool-response text as the model sees it (cut to 256 chars, first 128 kept) no
+ *   longer shows the answer.
+ */
+export function buildNoisyCorrectTrace(task: Task, noisy: FailedCall, tokenizer: Tokenizer = new Tokenizer()): SftTrace {
+  const out = noisy.result.stdout.trim();
+  if (noisy.result.status === 'ok' || out !== task.answer) {
+    throw new PolicyInputError(`task ${task.id}: the noisy call "${noisy.code}" gave status ${noisy.result.status}, stdout "${out.slice(0, 40)}"; it must print "${task.answer}" and then fail`, 'noisy');
+  }
+  const response = formatToolResponse(noisy.result);
+  if (!response.startsWith(`stdout: ${out}\n`) || Array.from(`stdout: ${out}`).length > DEFAULT_TOOL_RESPONSE_LIMITS.headChars) {
+    throw new PolicyInputError(`task ${task.id}: the tool response of "${noisy.code}" does not show the answer in its first ${DEFAULT_TOOL_RESPONSE_LIMITS.headChars} chars: "${response.slice(0, 60)}"`, 'noisy');
+  }
+  const segs: [string, number][] = [
+    [taskPrompt(task), 0],
+    [toolCallTurn(noisy.code), 1],
+    [renderToolTurn([response]), 0],
     [answerTurn(out), 1],
   ];
   const tokenIds: number[] = [];

@@ -9,9 +9,10 @@ import { PolicyModel } from '../policy.model';
 import { runSft } from '../sft.runner';
 import { Tokenizer } from '../tokenizer';
 import { lastBoxed } from './heldout.evaluator';
-import { buildSftTrace, recoveryTurn, taskPrompt } from './sft-trace.builder';
+import { buildNoisyCorrectTrace, buildSftTrace, recoveryTurn, taskPrompt } from './sft-trace.builder';
 import { TASK_KINDS, generateTasks } from './task.generator';
-import { planToolErrors, toolErrorTokenizerSpec } from './tool-error.variants';
+import { TRAILING_CHECK, planToolErrors, toolErrorTokenizerSpec } from './tool-error.variants';
+import { formatToolResponse } from '@rstar/agent';
 
 describe('task family, SFT traces and runSft (real Python sandbox)', () => {
   let pool: SandboxPool;
@@ -85,6 +86,39 @@ describe('task family, SFT traces and runSft (real Python sandbox)', () => {
     const [task] = tasks;
     const ok = await exec({ code: task.code });
     expect(() => buildSftTrace(task, ok, tok, { code: task.code, result: ok })).toThrow(/needs a call that fails/);
+  });
+
+  it('builds noisy-but-correct traces: ONE call prints the answer then fails (runtime_error), the answer comes from its stdout (issue 7)', async () => {
+    const tok = new Tokenizer(toolErrorTokenizerSpec());
+    const exec = sandboxExecutor(pool);
+    const tasks = generateTasks({ seed: 22, n: 12 });
+    const plan = planToolErrors(tasks, 1, 5, ['trailing-check']);
+    for (let i = 0; i < tasks.length; i++) {
+      const t = tasks[i];
+      const bug = plan[i]!;
+      expect(bug).toEqual({ kind: 'trailing-check', code: t.code + TRAILING_CHECK });
+      const result = await exec({ code: bug.code });
+      expect(result.status, bug.code).toBe('runtime_error');
+      expect(result.stdout.trim()).toBe(t.answer);
+      expect(result.stderr).toContain("NameError: name 'check' is not defined");
+      const trace = buildNoisyCorrectTrace(t, { code: bug.code, result }, tok);
+      expect(tok.decode(trace.tokenIds)).toBe(trace.text);
+      const turns = trace.text.split('<|im_start|>assistant\n');
+      expect(turns).toHaveLength(3); // prompt, the one call, the answer: no recovery turn
+      expect(parseTurn(turns[1]).calls).toMatchObject([{ ok: true, code: bug.code }]);
+      // The model sees the answer in the tool response as cut to 256 chars (first 128 kept), stdout first.
+      expect(formatToolResponse(result).slice(0, 128)).toContain(`stdout: ${t.answer}\n`);
+      expect(trace.text).toContain(formatToolResponse(result));
+      expect(lastBoxed(trace.text)).toBe(t.answer);
+      const trained = tok.decode(trace.tokenIds.filter((_, j) => trace.lossMask[j] === 1));
+      expect(trained).toContain(TRAILING_CHECK);
+      expect(trained).not.toContain('Error');
+    }
+    const [task] = tasks;
+    const ok = await exec({ code: task.code });
+    expect(() => buildNoisyCorrectTrace(task, { code: task.code, result: ok }, tok)).toThrow(/must print .* and then fail/);
+    const wrong = await exec({ code: 'print(1); print(check)' });
+    expect(() => buildNoisyCorrectTrace(task, { code: 'print(1); print(check)', result: wrong }, tok)).toThrow(/noisy call/);
   });
 
   it('runSft with toolErrorRate trains on err-and-recover traces with the tool-error tokenizer', async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Tokenizer } from '../tokenizer';
 import { generateTasks } from './task.generator';
-import { TOOL_ERROR_PHRASE_TOKENS, failingCode, planToolErrors, toolErrorTokenizerSpec } from './tool-error.variants';
+import { TOOL_ERROR_PHRASE_TOKENS, failingCode, planToolErrors, recovers, toolErrorTokenizerSpec } from './tool-error.variants';
 
 describe('tool-error variants of the task family (issue 7)', () => {
   const tasks = generateTasks({ seed: 11, n: 600 });
@@ -32,6 +32,29 @@ describe('tool-error variants of the task family (issue 7)', () => {
     expect(failingCode({ id: 'a', code: 'print(284 * 604)' }, 'unclosed-paren')).toBe('print(284 * 604');
     expect(failingCode({ id: 'b', code: 'import math; print(math.gcd(12, 18))' }, 'missing-import')).toBe('print(math.gcd(12, 18))');
     expect(() => failingCode({ id: 'a', code: 'print(1)' }, 'missing-import')).toThrow(/missing-import/);
+  });
+
+  it('given the default kinds, when planning, then only recovering mistakes are drawn, exactly as before trailing-check existed', () => {
+    const plan = planToolErrors(tasks, 0.4, 3);
+    expect(plan.every((p) => p === null || recovers(p.kind))).toBe(true);
+    expect(planToolErrors(tasks, 0.4, 3, ['wrong-variable', 'missing-import', 'unclosed-paren'])).toEqual(plan);
+  });
+
+  it('given kinds [trailing-check] and rate 0.5, when planning, then about half the traces print the answer and then fail on a leftover check', () => {
+    const plan = planToolErrors(tasks, 0.5, 3, ['trailing-check']);
+    const erring = plan.filter((p) => p !== null);
+    expect(erring.length / tasks.length).toBeGreaterThan(0.44);
+    expect(erring.length / tasks.length).toBeLessThan(0.56);
+    plan.forEach((p, i) => {
+      if (p) expect(p).toEqual({ kind: 'trailing-check', code: `${tasks[i].code}; print(check)` });
+    });
+    expect(recovers('trailing-check')).toBe(false);
+    expect(failingCode({ id: 'a', code: 'print(284 * 604)' }, 'trailing-check')).toBe('print(284 * 604); print(check)');
+  });
+
+  it('rejects empty or unknown kinds, naming the field', () => {
+    expect(() => planToolErrors(tasks, 0.5, 1, [])).toThrow(/toolErrorKinds/);
+    expect(() => planToolErrors(tasks, 0.5, 1, ['typo' as never])).toThrow(/toolErrorKinds.*trailing-check|unknown tool-error kind "typo"/);
   });
 
   it('rejects a rate outside [0, 1], naming the field', () => {
