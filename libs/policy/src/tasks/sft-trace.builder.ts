@@ -68,14 +68,7 @@ export function buildSftTrace(task: Task, result: ExecResult, tokenizer: Tokeniz
     [renderToolTurn([formatToolResponse(result)]), 0],
     [answerTurn(out), 1],
   ];
-  const tokenIds: number[] = [];
-  const lossMask: number[] = [];
-  for (const [text, m] of segs) {
-    const ids = tokenizer.encode(text);
-    tokenIds.push(...ids);
-    lossMask.push(...ids.map(() => m));
-  }
-  return { text: segs.map((s) => s[0]).join(''), tokenIds, lossMask, promptLength: tokenizer.encode(segs[0][0]).length };
+  return encodeSegments(segs, tokenizer);
 }
 
 /**
@@ -103,6 +96,11 @@ export function buildNoisyCorrectTrace(task: Task, noisy: FailedCall, tokenizer:
     [renderToolTurn([response]), 0],
     [answerTurn(out), 1],
   ];
+  return encodeSegments(segs, tokenizer);
+}
+
+/** Tokenize `[text, lossMask]` segments (the first is the prompt) into one trace: mask 1 = model tokens. */
+function encodeSegments(segs: readonly [string, number][], tokenizer: Tokenizer): SftTrace {
   const tokenIds: number[] = [];
   const lossMask: number[] = [];
   for (const [text, m] of segs) {
