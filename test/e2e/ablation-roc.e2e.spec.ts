@@ -16,7 +16,7 @@ const STEPS = 2;
  * RL seed 2 0.27 vs 1.00 (gaps 0.87 and 0.73).
  */
 const EFFECT_SFT_SEED = 1;
-const EFFECT_RL_SEED = 2;
+const EFFECT_RL_SEED = Number(process.env.RSTAR_ABLATION_RL_SEED ?? 2);
 const LAST_K = 6;
 const MARGIN = 0.3;
 
@@ -87,14 +87,15 @@ describe('rstar ablate roc: both arms from one err-and-recover SFT checkpoint, c
  * answer and then fails (runtime_error). Plain GRPO gives a noisy and a clean correct rollout the same
  * advantage; RoC keeps the positives with fewer tool errors, so the policy drops the noisy line.
  * Asserted: the tool-error ratio in sampled positive rollouts over the last K steps is lower with RoC than
- * with plain GRPO by at least MARGIN, well under the gaps measured (0.87 with RL seed 1, 0.73 with this
- * test's RL seed 2). The SFT checkpoint comes from the `.rstar/cache` (keyed by every
- * SFT setting); the first run trains it (~8 min on 2 busy cores), later runs take ~6 min (369 s measured at load ~9).
+ * with plain GRPO by at least MARGIN, under the gaps measured at the preset's lr 5e-4: 0.42 (RL seed 1: RoC
+ * 0.15 vs GRPO 0.57) and 0.56 (RL seed 2, this test's default: 0.07 vs 0.63); RSTAR_ABLATION_RL_SEED picks
+ * another RL seed. The SFT checkpoint comes from the `.rstar/cache` (keyed by every
+ * SFT setting); the first run trains it (~8 min on 2 busy cores), later runs take ~2.5 min (140-155 s measured on 2 cores).
  * That is as long as the rest of the suite's slowest files together, so it runs when RSTAR_ABLATION_E2E=1
  * (`RSTAR_ABLATION_E2E=1 npx vitest run test/e2e/ablation-roc.e2e.spec.ts`); the pipeline tests above always run.
  */
 const EFFECT = process.env.RSTAR_ABLATION_E2E === '1';
-if (!EFFECT) console.info('ablation effect test skipped: set RSTAR_ABLATION_E2E=1 to run it (~6 min, plus ~8 min to train its SFT checkpoint once)');
+if (!EFFECT) console.info('ablation effect test skipped: set RSTAR_ABLATION_E2E=1 to run it (~2.5 min, plus ~5-8 min to train its SFT checkpoint once)');
 describe.skipIf(!EFFECT)('rstar ablate roc: RoC lowers the tool-error ratio in correct rollouts (trailing-check SFT)', () => {
   let out: string;
   let result: AblationResult;
@@ -119,7 +120,8 @@ describe.skipIf(!EFFECT)('rstar ablate roc: RoC lowers the tool-error ratio in c
   it(`the tool-error ratio in positive rollouts over the last ${LAST_K} steps is lower with RoC than with plain GRPO`, () => {
     const roc = result.summary.roc.toolErrorRatioPositive;
     const grpo = result.summary.grpo.toolErrorRatioPositive;
-    const curves = Object.fromEntries(result.arms.map((a) => [a.arm, a.toolErrorRatioPositive.map((v) => (v === null ? null : Number(v.toFixed(3))))]));
+    const round = (xs: Array<number | null>) => xs.map((v) => (v === null ? null : Number(v.toFixed(3))));
+    const curves = Object.fromEntries(result.arms.map((a) => [a.arm, { toolErrorRatioPositive: round(a.toolErrorRatioPositive), passRate: round(a.passRate) }]));
     // The curves go to the log: they are the measurement the margin is checked against.
     console.info(`ablation effect (SFT seed ${EFFECT_SFT_SEED}, RL seed ${EFFECT_RL_SEED}): ${JSON.stringify({ curves, roc, grpo })}`);
     expect(roc.lastK).not.toBeNull();
