@@ -30,9 +30,10 @@ describe('rstar replay rerun --standalone: a recorded step re-run in process and
   const runId = ids.newRun();
   let out: string;
   let events: RstarEvent[];
+  let ckpt: string;
 
   beforeAll(async () => {
-    const ckpt = await ensureSftCheckpoint();
+    ckpt = await ensureSftCheckpoint();
     out = mkdtempSync(join(tmpdir(), 'rstar-rerun-e2e-'));
     const config = parseRunConfig({
       name: 'e2e-rerun', seed: 13, policy: { model: { layers: 2, dModel: 64, heads: 4, context: 160 }, init: 'checkpoint', checkpoint: ckpt },
@@ -59,9 +60,12 @@ describe('rstar replay rerun --standalone: a recorded step re-run in process and
     expect(r.code, r.stderr + r.stdout).toBe(0);
     const c = JSON.parse(r.stdout) as RerunComparison & { runId: string; checkpoint: string };
     expect(c).toMatchObject({ runId: rerunId, originalRunId: runId, rerunRunId: rerunId, step: 1, ok: true, deterministicDifferences: 0 });
-    // Step 1 was sampled from policy version 1: the engine served the checkpoint of that PolicyUpdated.
-    const v1 = events.find((e): e is RstarEvent<'PolicyUpdated'> => e.type === 'PolicyUpdated' && e.data.version === 1)!;
-    expect(c.checkpoint).toBe(v1.data.checkpointUri);
+    // The engine served the checkpoint of the policy version step 1 was sampled from: that PolicyUpdated's,
+    // or the SFT checkpoint when step 0 made no update (every group had equal rewards).
+    const started = events.find((e): e is RstarEvent<'StepStarted'> => e.type === 'StepStarted' && e.data.step === 1)!;
+    const version = started.data.policyVersion;
+    const update = events.find((e): e is RstarEvent<'PolicyUpdated'> => e.type === 'PolicyUpdated' && e.data.version === version);
+    expect(c.checkpoint).toBe(version === 0 ? resolve(ROOT, ckpt) : update!.data.checkpointUri);
     const requested = events.filter((e) => e.type === 'RolloutRequested' && (e.data as { step: number }).step === 1);
     expect(c.rollouts).toHaveLength(requested.length);
     // Every rollout is reproduced token for token, or diverges only after a timing-dependent observation
