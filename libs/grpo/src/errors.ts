@@ -1,15 +1,13 @@
+import { RstarError } from '@rstar/contracts';
+
 /**
  * An input the GRPO math cannot work with (a negative count, more errors than calls, G < 1, ...).
  * `code` is machine-readable, `field` names the offending input path; the message says the fix.
  */
-export class GrpoInputError extends Error {
-  readonly code = 'grpo_invalid_input';
-  constructor(
-    message: string,
-    readonly field: string,
-  ) {
-    super(message);
-    this.name = 'GrpoInputError';
+export class GrpoInputError extends RstarError {
+  declare readonly field: string;
+  constructor(message: string, field: string) {
+    super('grpo_invalid_input', message, field);
   }
 }
 

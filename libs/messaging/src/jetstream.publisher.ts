@@ -1,3 +1,4 @@
+import { RstarError } from '@rstar/contracts';
 import * as transport from '@nats-io/transport-node';
 import type { Logger } from '@rstar/telemetry';
 import { backoffDelay } from './backoff';
@@ -5,14 +6,12 @@ import { BusClosedError } from './in-process.bus';
 import { natsHeaders, type NatsConnection } from './nats-compat';
 
 /** A publish JetStream did not acknowledge before the deadline (the server stayed down or kept refusing). */
-export class PublishTimeoutError extends Error {
-  readonly code = 'publish_timeout';
+export class PublishTimeoutError extends RstarError {
   constructor(
     message: string,
     readonly eventId: string,
   ) {
-    super(message);
-    this.name = 'PublishTimeoutError';
+    super('publish_timeout', message);
   }
 }
 

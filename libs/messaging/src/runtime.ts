@@ -1,3 +1,4 @@
+import { RstarError } from '@rstar/contracts';
 import { EventStore, startEmbeddedPostgres, type EmbeddedPostgres } from '@rstar/event-store';
 import { createLogger, type Logger } from '@rstar/telemetry';
 import type { EventBus, RawPublisher } from './bus.port';
@@ -6,14 +7,10 @@ import { InProcessBus } from './in-process.bus';
 import { JetStreamBus } from './jetstream.bus';
 
 /** A bad runtime configuration; the message names the setting and the fix. */
-export class RuntimeConfigError extends Error {
-  readonly code = 'invalid_runtime_config';
-  constructor(
-    message: string,
-    readonly field: string,
-  ) {
-    super(message);
-    this.name = 'RuntimeConfigError';
+export class RuntimeConfigError extends RstarError {
+  declare readonly field: string;
+  constructor(message: string, field: string) {
+    super('invalid_runtime_config', message, field);
   }
 }
 
