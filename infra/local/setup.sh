@@ -9,7 +9,25 @@ if ! command -v pnpm >/dev/null || [ "$(pnpm --version 2>/dev/null)" != "12.4.2"
   npm install -g pnpm@12.4.2 >/dev/null 2>&1 || corepack enable
 fi
 pnpm install --frozen-lockfile --reporter=silent
-py="${RSTAR_SETUP_PYTHON:-python3}"
-if [ ! -x .venv/bin/python ]; then "$py" -m venv .venv; fi
+# The sandbox's Python: CPython >= 3.12 where the machine has one (the zygote marks its imported heap
+# immortal, PEP 683, so a call's fork copies far fewer pages: libs/sandbox/README.md), else python3.
+# RSTAR_SETUP_PYTHON picks one explicitly.
+pick_python() {
+  if [ -n "${RSTAR_SETUP_PYTHON:-}" ]; then echo "$RSTAR_SETUP_PYTHON"; return; fi
+  local pyenv_root="${PYENV_ROOT:-$HOME/.pyenv}" c
+  for c in python3.12 python3.13 "$pyenv_root"/versions/3.12*/bin/python3 "$pyenv_root"/versions/3.13*/bin/python3; do
+    if "$c" -c 'import sys; sys.exit(sys.version_info[:2] < (3, 12))' >/dev/null 2>&1; then echo "$c"; return; fi
+  done
+  echo python3
+}
+py="$(pick_python)"
+want="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+have="$(.venv/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)"
+if [ "$have" != "$want" ]; then
+  [ -z "$have" ] || echo "setup.sh: .venv has Python $have; recreating it with $py (Python $want)"
+  rm -rf .venv
+  "$py" -m venv .venv
+fi
+case "$want" in 3.1[2-9]) ;; *) echo "setup.sh: NOTE: the sandbox runs on Python $want; CPython >= 3.12 makes its calls cheaper (set RSTAR_SETUP_PYTHON)";; esac
 .venv/bin/python -m pip install -q --disable-pip-version-check -r infra/python/requirements.txt
 echo "setup.sh: ready (node $(node --version), pnpm $(pnpm --version), $(.venv/bin/python --version))"

@@ -102,6 +102,40 @@ except Exception:  # a warm-up failure only costs speed
     pass
 import gc
 gc.collect()
+
+
+def immortalize_heap():
+    """Mark every object alive now immortal (PEP 683, CPython >= 3.12), best effort.
+
+    Why: after a fork, every `Py_INCREF`/`Py_DECREF` of an inherited object writes its refcount and
+    so copies its 4 KiB page into the child; a sympy solve touches ~1,300 such pages (~4 ms of
+    copy-on-write faults per call, measured here). Refcount operations skip immortal objects, so
+    the child only copies pages it really writes. This is the pre-fork use PEP 683 was written for
+    ("Instagram ... immortalize the heap before fork"). Objects alive now are the imported stack and
+    its warmed caches, which live as long as the zygote anyway; the cost is that those the zygote
+    would free later (an evicted cache entry) stay allocated. Returns the count, 0 where refcounts
+    have no immortal bit (< 3.12) or the layout is not the one PEP 683 defines."""
+    if sys.version_info < (3, 12) or sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8:
+        return 0
+    if hasattr(sys, "_is_gil_enabled") and not sys._is_gil_enabled():
+        return 0  # free-threaded builds keep refcounts elsewhere
+    # The low 32 bits of ob_refcnt (little-endian: the first word) all set = immortal, on 64-bit builds.
+    if sys.byteorder != "little":
+        return 0
+    immortal = 0xFFFFFFFF
+    seen = set()
+    n = 0
+    for o in gc.get_objects():
+        for x in (o, *gc.get_referents(o)):
+            if id(x) in seen:
+                continue
+            seen.add(id(x))
+            ctypes.c_uint32.from_address(id(x)).value = immortal
+            n += 1
+    return n
+
+
+IMMORTALIZED = immortalize_heap() if CFG.get("immortalize", True) else 0
 gc.freeze()  # children's collections skip inherited objects instead of copying their pages
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -169,12 +203,41 @@ def cg_write(d, name, value):
         f.write(str(value))
 
 
+CG_READ_FDS = {}  # path -> open fd: every call reads the same few cgroup files several times
+
+
 def cg_read(d, name):
-    try:
-        with open(os.path.join(d, name)) as f:
-            return f.read()
-    except OSError:
-        return ""
+    """Current text of a cgroup file. Counters' fds stay open and are re-read from offset 0 (cgroupfs
+    regenerates their text on each read at 0): opening a kernfs file costs more than reading it.
+    Not cgroup.procs: v1 caches its pid list per open file, so it is opened afresh each time."""
+    path = os.path.join(d, name)
+    if name == "cgroup.procs":
+        try:
+            with open(path) as f:
+                return f.read()
+        except OSError:
+            return ""
+    for attempt in (0, 1):
+        fd = CG_READ_FDS.get(path)
+        try:
+            if fd is None:
+                fd = CG_READ_FDS[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            chunks = []
+            while True:
+                b = os.pread(fd, 65536, sum(len(c) for c in chunks))
+                if not b:
+                    break
+                chunks.append(b)
+            return b"".join(chunks).decode()
+        except OSError:
+            # Removed or recreated under us: reopen once, else there is nothing to read.
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            CG_READ_FDS.pop(path, None)
+    return ""
 
 
 def oom_count(leaf):
@@ -315,16 +378,28 @@ def kill_tree(leaf, pgid=None, keep=frozenset()):
 
 
 # ---------------------------------------------------------------- child side
-def join_cgroup(leaf):
-    # Raw fd writes: every Python object a fresh child touches costs it a copy-on-write page fault.
+CG_PROCS_FDS = {}  # cgroup.procs path -> fd the zygote keeps open for its children to write to
+
+
+def procs_fds(leaf):
+    """Parent side, before a fork: open (once) the leaf's cgroup.procs files, so the child joins
+    with one write each instead of an open, a write and a close."""
+    fds = []
     if leaf:
         for key in ("pids", "memory"):
             if leaf.get(key):
-                fd = os.open(leaf[key] + "/cgroup.procs", os.O_WRONLY)
-                try:
-                    os.write(fd, b"0")
-                finally:
-                    os.close(fd)
+                path = leaf[key] + "/cgroup.procs"
+                if path not in CG_PROCS_FDS:
+                    CG_PROCS_FDS[path] = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+                fds.append(CG_PROCS_FDS[path])
+    return fds
+
+
+def join_cgroup(fds):
+    """Child side, first thing after the fork: move into the call's leaf (fds from `procs_fds`).
+    Raw fd writes: every Python object a fresh child touches costs it a copy-on-write page fault."""
+    for fd in fds:
+        os.write(fd, b"0")  # "0": the writing process itself
     os.setpgid(0, 0)
 
 
@@ -343,28 +418,46 @@ def isolate_fds(out_w, err_w, keep):
     return moved
 
 
-def join_and_drop(leaf, memory_mb, timeout_ms, workdir):
-    """In a fresh child: set rlimits, leave privileges (the cgroup was joined right after fork)."""
-    cpu_s = max(1, int(timeout_ms / 1000) + 1)
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+def drop_privileges(workdir):
+    """In a fresh child (the cgroup was joined right after fork), before its program is known: the
+    limits every call shares, then leave root for the call uid, in `workdir`."""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_MAX, FILE_MAX))
     resource.setrlimit(resource.RLIMIT_NOFILE, (NOFILE, NOFILE))
+    os.chdir(workdir)
+    if CALL_UID is not None:
+        os.setgroups([])
+        os.setresgid(CALL_UID, CALL_UID, CALL_UID)
+        os.setresuid(CALL_UID, CALL_UID, CALL_UID)
+    # Die with the zygote whatever happens to it (after the uid change, which clears this setting).
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    os.environ["HOME"] = workdir
+    os.environ["TMPDIR"] = workdir
+
+
+def call_limits(leaf, memory_mb, timeout_ms):
+    """The request's own limits, set once its program is known (lowering a limit needs no privilege)."""
+    cpu_s = max(1, int(timeout_ms / 1000) + 1)
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
     if not (leaf and leaf.get("memory")):
         # Fallback without a memory cgroup: cap address space above what the zygote already maps.
         with open("/proc/self/statm") as f:
             vm = int(f.read().split()[0]) * resource.getpagesize()
         cap = vm + (int(memory_mb) << 20)
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    os.chdir(workdir)
-    if CALL_UID is not None:
-        os.setgroups([])
-        os.setresgid(CALL_UID, CALL_UID, CALL_UID)
-        os.setresuid(CALL_UID, CALL_UID, CALL_UID)
-    # Die with the zygote whatever happens to it.
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    os.environ["HOME"] = workdir
-    os.environ["TMPDIR"] = workdir
+
+
+def join_and_drop(leaf, memory_mb, timeout_ms, workdir):
+    """A session interpreter's whole setup: privileges dropped and its limits set at once."""
+    drop_privileges(workdir)
+    call_limits(leaf, memory_mb, timeout_ms)
+
+
+def redirect_stdin(path):
+    """Point fd 0 (under the already built `sys.stdin`, which has read nothing yet) at `path`."""
+    fd = os.open(path, os.O_RDONLY)
+    os.dup2(fd, 0)
+    os.close(fd)
 
 
 def setup_stdio(stdin_path):
@@ -570,25 +663,67 @@ def wipe(path):
         shutil.rmtree(path, ignore_errors=True)  # rmtree never follows symlinks planted in the tree
 
 
-def wipe_shared():
-    for d in WIPE_DIRS:
-        try:
-            entries = os.listdir(d)
-        except OSError:
+def unescape_mountinfo(field):
+    # /proc/self/mountinfo writes space, tab, newline and backslash as octal escapes.
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def wipe_keep():
+    """What `wipe_shared` must leave alone inside the shared temp dirs, fixed once at start:
+    {path: "skip"} for mount points there (bwrap binds a Python install or checkout that lives under
+    /tmp back on top of the private tmpfs) and for WORK_ROOT, {path: "descend"} for the directories
+    that lead to them. Why: wiping a read-only bind walked the whole install on every call (~100 ms
+    of CPU per call for a venv under /tmp, measured), and would empty a writable one."""
+    keep = {}
+    roots = [os.path.abspath(d) for d in WIPE_DIRS]
+    try:
+        with open("/proc/self/mountinfo") as f:
+            points = [unescape_mountinfo(line.split()[4]) for line in f]
+    except OSError:
+        points = []
+    for target in [*points, os.path.abspath(WORK_ROOT)]:
+        for root in roots:
+            if not target.startswith(root + os.sep):
+                continue
+            keep[target] = "skip"
+            parent = os.path.dirname(target)
+            while parent != root and parent.startswith(root + os.sep):
+                keep.setdefault(parent, "descend")
+                parent = os.path.dirname(parent)
+    return keep
+
+
+WIPE_KEEP = wipe_keep()
+
+
+def wipe_tree(d):
+    """Remove everything in `d` except what WIPE_KEEP protects (never crosses into a mount)."""
+    try:
+        entries = os.listdir(d)
+    except OSError:
+        return
+    for name in entries:
+        p = os.path.join(d, name)
+        kind = WIPE_KEEP.get(p)
+        if kind == "skip" or p in SESSION_DIRS:
             continue
-        for name in entries:
-            p = os.path.join(d, name)
-            if os.path.abspath(p) == os.path.abspath(WORK_ROOT) or os.path.abspath(WORK_ROOT).startswith(os.path.abspath(p) + os.sep):
-                continue
-            if p in SESSION_DIRS:
-                continue
-            try:
-                if os.path.isdir(p) and not os.path.islink(p):
-                    shutil.rmtree(p, ignore_errors=True)
-                else:
-                    os.unlink(p)
-            except OSError:
-                pass
+        if kind == "descend" and os.path.isdir(p) and not os.path.islink(p):
+            wipe_tree(p)
+            continue
+        try:
+            if os.path.isdir(p) and not os.path.islink(p):
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                os.unlink(p)
+        except OSError:
+            pass
+
+
+def wipe_shared():
+    """After every call: empty the shared temp dirs (/tmp, /var/tmp, /dev/shm) so no file of one call
+    is seen by the next."""
+    for d in WIPE_DIRS:
+        wipe_tree(os.path.abspath(d))
 
 
 def cpu_ms_of(pid):
@@ -605,30 +740,45 @@ def cpu_ms_of(pid):
 SPARE = None  # a child forked ahead of time, waiting for its program: the fork is off the latency path
 
 
+def read_job(fd):
+    """The spare child's wait: the whole job the zygote writes on `fd` (then closes), or None at EOF
+    with nothing (the zygote is shutting down)."""
+    chunks = []
+    while True:
+        b = os.read(fd, 1 << 20)
+        if not b:
+            break
+        chunks.append(b)
+    os.close(fd)
+    return json.loads(b"".join(chunks)) if chunks else None
+
+
 def prefork():
-    """Fork the next call's child now; it joins the call leaf and blocks until it gets its request."""
+    """Fork the next call's child now: it joins the call leaf, drops privileges into its own workdir,
+    sets up stdio and a fresh `__main__`, and blocks until it gets its request. All of that is off the
+    next call's latency path; what depends on the request (CPU and memory limits, stdin) comes after."""
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     go_r, go_w = os.pipe()
+    join_fds = procs_fds(CG_CALL)
+    workdir = new_workdir()
     pid = os.fork()
     if pid == 0:
         try:
-            join_cgroup(CG_CALL)
+            join_cgroup(join_fds)
             (go,) = isolate_fds(out_w, err_w, [go_r])
-            chunks = []
-            while True:
-                b = os.read(go, 1 << 20)
-                if not b:
-                    break
-                chunks.append(b)
-            os.close(go)
-            if not chunks:
+            setup_stdio(os.devnull)
+            ns = fresh_namespace()
+            job = read_job(go)
+            if job is None:
                 os._exit(0)
-            job = json.loads(b"".join(chunks))
             req = job["req"]
-            join_and_drop(CG_CALL, req["memoryMb"], req["timeoutMs"], job["workdir"])
-            setup_stdio(job["stdin"])
-            rc = run_cell(req["code"], fresh_namespace())
+            # Root until the job is here: a waiting spare must not be a process of the call uid.
+            drop_privileges(workdir)
+            call_limits(CG_CALL, req["memoryMb"], req["timeoutMs"])
+            if job["stdin"] != os.devnull:
+                redirect_stdin(job["stdin"])
+            rc = run_cell(req["code"], ns)
             try:
                 sys.stdout.flush()
                 sys.stderr.flush()
@@ -647,7 +797,7 @@ def prefork():
         pidfd = os.pidfd_open(pid)
     except (AttributeError, OSError):  # Linux < 5.3 or no pidfd in this build: poll instead
         pidfd = None
-    return {"pid": pid, "out_r": out_r, "err_r": err_r, "go_w": go_w, "pidfd": pidfd}
+    return {"pid": pid, "out_r": out_r, "err_r": err_r, "go_w": go_w, "pidfd": pidfd, "workdir": workdir}
 
 
 def exec_stateless(req):
@@ -656,19 +806,18 @@ def exec_stateless(req):
     leaf_prepare(leaf, req["memoryMb"])
     oom_before = oom_count(leaf)
     refused_before = pids_refusals(leaf)
-    workdir = new_workdir()
+    global SPARE
+    spare = SPARE or prefork()
+    SPARE = None
+    pid, out_r, err_r, workdir = spare["pid"], spare["out_r"], spare["err_r"], spare["workdir"]
     stdin_path = None
     if req.get("input"):
         stdin_path = os.path.join(WORK_ROOT, "stdin-" + os.path.basename(workdir))
         with open(stdin_path, "w", encoding="utf-8") as f:
             f.write(req["input"])
-    global SPARE
-    spare = SPARE or prefork()
-    SPARE = None
-    pid, out_r, err_r = spare["pid"], spare["out_r"], spare["err_r"]
     start = time.monotonic()
     try:
-        os.write(spare["go_w"], json.dumps({"req": req, "workdir": workdir, "stdin": stdin_path or os.devnull}).encode())
+        os.write(spare["go_w"], json.dumps({"req": req, "stdin": stdin_path or os.devnull}).encode())
     except OSError:
         pass
     os.close(spare["go_w"])
@@ -868,10 +1017,11 @@ def start_session(sid, req):
     res_r, res_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
+    join_fds = procs_fds(leaf)
     pid = os.fork()
     if pid == 0:
         try:
-            join_cgroup(leaf)
+            join_cgroup(join_fds)
             ctl_r, res_w = isolate_fds(out_w, err_w, [ctl_r, res_w])
             # Sessions get a generous CPU rlimit: their wall limit is enforced per cell from here.
             join_and_drop(leaf, req["memoryMb"], 24 * 3600 * 1000, workdir)
@@ -1000,7 +1150,8 @@ def main():
     global SPARE
     send({"ready": True, "pid": os.getpid(), "python": sys.version.split()[0],
           "numpy": numpy.__version__, "sympy": sympy.__version__, "scipy": scipy.__version__,
-          "intMaxStrDigits": sys.get_int_max_str_digits()})
+          "intMaxStrDigits": sys.get_int_max_str_digits(), "immortalized": IMMORTALIZED, "hugeRanges": HUGE_RANGES,
+          "wipeKeep": WIPE_KEEP})
     while True:
         r, _, _ = select.select([PROTO_IN], [], [], 1.0)
         if not r:
@@ -1027,3 +1178,6 @@ def main():
 
 if __name__ == "__main__":
     main()
+    # No interpreter finalisation: it would try to tear down the immortalised heap (and it has
+    # nothing to flush that `send` has not flushed already).
+    os._exit(0)

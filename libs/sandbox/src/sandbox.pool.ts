@@ -64,6 +64,8 @@ export class SandboxPool {
   private readonly pidsMax: number;
   private readonly nWorkers: number;
   private workers: ZygoteWorker[] = [];
+  /** Where the next dispatch starts looking for an idle worker. */
+  private nextWorker = 0;
   private cgroupsOf: (WorkerCgroups | null)[] = [];
   private cg: CgroupManager | null = null;
   private readonly queue: Job[] = [];
@@ -251,12 +253,17 @@ export class SandboxPool {
 
   private dispatch(): void {
     if (this.state !== 'running' || this.queue.length === 0) return;
-    for (let i = 0; i < this.workers.length; i++) {
+    // Round robin from the worker after the last one used: a zygote forks its next call's child right
+    // after answering, so the zygote that just answered is the slowest to take the next call.
+    const n = this.workers.length;
+    for (let k = 0; k < n; k++) {
+      const i = (this.nextWorker + k) % n;
       const w = this.workers[i]!;
       if (!w.alive || w.busy || this.restarting.has(i)) continue;
       const idx = this.queue.findIndex((j) => j.worker === i || j.worker === -1);
       if (idx < 0) continue;
       const job = this.queue.splice(idx, 1)[0]!;
+      this.nextWorker = (i + 1) % n;
       void this.run(w, i, job);
       if (this.queue.length === 0) return;
     }
@@ -343,6 +350,7 @@ export class SandboxPool {
         version: (info.python as string) ?? null,
         numpy: (info.numpy as string) ?? null,
         sympy: (info.sympy as string) ?? null,
+        immortalizedObjects: Number(info.immortalized ?? 0),
       },
       intMaxStrDigits: Number(info.intMaxStrDigits ?? 0),
       defaults: { ...this.defaults },

@@ -86,7 +86,14 @@ export interface SandboxHealth {
   queueDepth: number;
   queueLimit: number;
   activeSessions: number;
-  python: { path: string; version: string | null; numpy: string | null; sympy: string | null };
+  python: {
+    path: string;
+    version: string | null;
+    numpy: string | null;
+    sympy: string | null;
+    /** Objects of the zygote's warmed heap made immortal before forking (PEP 683; 0 before CPython 3.12). */
+    immortalizedObjects: number;
+  };
   /** CPython's int->str digit limit inside the sandbox (0 = unlimited). */
   intMaxStrDigits: number;
   defaults: ExecLimits;
