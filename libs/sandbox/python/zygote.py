@@ -34,7 +34,6 @@ import linecache
 import os
 import resource
 import select
-import shutil
 import signal
 import sys
 import time
@@ -44,6 +43,9 @@ CFG = json.loads(os.environ.pop("RSTAR_ZYGOTE_CONFIG", "{}"))
 os.environ.pop("RSTAR_CG_PROCS", None)
 WORK_ROOT = CFG.get("workRoot", "/tmp/rstar-zygote")
 CALL_UID = CFG.get("uid")  # None: stay as we are (no privilege to drop)
+# One uid per session slot, none shared with stateless calls or other slots: a session's leftover
+# thread can then neither signal, read nor write what another call or session owns.
+SESSION_UIDS = CFG.get("sessionUids") or []
 CG_CALL = CFG.get("cgCall")  # {"memory": dir|None, "pids": dir|None, "version": 1|2}
 CG_SESSIONS = CFG.get("cgSessions", [])  # one leaf per session slot
 SESSION_CAP = int(CFG.get("sessionCap", 4))
@@ -190,6 +192,8 @@ devnull = os.open(os.devnull, os.O_RDWR)
 os.dup2(devnull, 0)
 os.dup2(2, 1)
 os.makedirs(WORK_ROOT, exist_ok=True)
+# Traversable, not listable: a call finds no other call's work dir or stdin file by name.
+os.chmod(WORK_ROOT, 0o711)
 
 
 def send(obj):
@@ -418,17 +422,17 @@ def isolate_fds(out_w, err_w, keep):
     return moved
 
 
-def drop_privileges(workdir):
-    """In a fresh child (the cgroup was joined right after fork), before its program is known: the
-    limits every call shares, then leave root for the call uid, in `workdir`."""
+def drop_privileges(workdir, uid):
+    """In a fresh child (the cgroup was joined right after fork): the limits every call shares, then
+    leave root for `uid` (None: no privilege to drop), in `workdir`."""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_MAX, FILE_MAX))
     resource.setrlimit(resource.RLIMIT_NOFILE, (NOFILE, NOFILE))
     os.chdir(workdir)
-    if CALL_UID is not None:
+    if uid is not None:
         os.setgroups([])
-        os.setresgid(CALL_UID, CALL_UID, CALL_UID)
-        os.setresuid(CALL_UID, CALL_UID, CALL_UID)
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
     # Die with the zygote whatever happens to it (after the uid change, which clears this setting).
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     os.environ["HOME"] = workdir
@@ -447,9 +451,9 @@ def call_limits(leaf, memory_mb, timeout_ms):
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
 
-def join_and_drop(leaf, memory_mb, timeout_ms, workdir):
+def join_and_drop(leaf, memory_mb, timeout_ms, workdir, uid):
     """A session interpreter's whole setup: privileges dropped and its limits set at once."""
-    drop_privileges(workdir)
+    drop_privileges(workdir, uid)
     call_limits(leaf, memory_mb, timeout_ms)
 
 
@@ -648,19 +652,82 @@ def classify(killed_for, exit_status, oom_before, leaf, stderr_text):
     return "runtime_error", code, sig
 
 
-def new_workdir():
+def new_workdir(uid):
+    """A private work dir for one call or session, owned by `uid` (0700)."""
     d = os.path.join(WORK_ROOT, f"c{time.monotonic_ns()}")
     os.mkdir(d, 0o700)
-    if CALL_UID is not None:
-        os.chown(d, CALL_UID, CALL_UID)
+    if uid is not None:
+        os.chown(d, uid, uid)
     return d
+
+
+WIPE_FAILED = []  # paths a wipe could not remove: the zygote then ends after answering (see main)
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def remove_tree(path):
+    """Remove the directory `path` and everything in it: depth first, one directory fd at a time,
+    every step relative to a directory fd (never follows a planted symlink, no path length limit)
+    and without recursion (a program can nest directories deeper than Python's recursion limit;
+    the standard library's rmtree raised RecursionError there). Runs only once the call's processes are dead.
+    Records what it could not remove in WIPE_FAILED."""
+    below = []  # names from `path` down to the directory `fd` is open on
+    try:
+        fd = os.open(path, DIR_FLAGS)
+    except OSError:
+        try:
+            os.unlink(path)  # not a directory (or a symlink to one): the entry itself goes
+        except FileNotFoundError:
+            pass
+        except OSError:
+            WIPE_FAILED.append(path)
+        return
+    try:
+        while True:
+            sub = None
+            with os.scandir(fd) as it:
+                for e in it:
+                    if e.is_dir(follow_symlinks=False):
+                        sub = e.name
+                        break
+                    try:
+                        os.unlink(e.name, dir_fd=fd)
+                    except FileNotFoundError:
+                        pass
+            if sub is not None:
+                try:
+                    nfd = os.open(sub, DIR_FLAGS, dir_fd=fd)
+                except PermissionError:
+                    os.chmod(sub, 0o700, dir_fd=fd)  # a mode-000 dir the call left: root may reopen it
+                    nfd = os.open(sub, DIR_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = nfd
+                below.append(sub)
+                continue
+            if not below:
+                break
+            up = os.open("..", DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = up
+            os.rmdir(below.pop(), dir_fd=fd)
+    except OSError:
+        WIPE_FAILED.append(path)
+        return
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(path)
+    except OSError:
+        WIPE_FAILED.append(path)
 
 
 def wipe(path):
     try:
         os.rmdir(path)  # the common case: the program wrote no files (one syscall)
+    except FileNotFoundError:
+        pass
     except OSError:
-        shutil.rmtree(path, ignore_errors=True)  # rmtree never follows symlinks planted in the tree
+        remove_tree(path)
 
 
 def unescape_mountinfo(field):
@@ -710,13 +777,7 @@ def wipe_tree(d):
         if kind == "descend" and os.path.isdir(p) and not os.path.islink(p):
             wipe_tree(p)
             continue
-        try:
-            if os.path.isdir(p) and not os.path.islink(p):
-                shutil.rmtree(p, ignore_errors=True)
-            else:
-                os.unlink(p)
-        except OSError:
-            pass
+        remove_tree(p)
 
 
 def wipe_shared():
@@ -738,6 +799,15 @@ def cpu_ms_of(pid):
 
 # ---------------------------------------------------------------- stateless call
 SPARE = None  # a child forked ahead of time, waiting for its program: the fork is off the latency path
+
+
+def forget_zygote_state():
+    """In a fresh child, before any program runs: drop what the zygote knows of other calls and
+    sessions (ids, pids, work dirs), which the child inherited and has no use for. (The previous
+    request's own locals are gone before the fork: see `main`.)"""
+    SESSIONS.clear()
+    SESSION_DIRS.clear()
+    RESET_IDS.clear()
 
 
 def read_job(fd):
@@ -763,7 +833,7 @@ def prefork():
     workdir = None
     try:
         join_fds = procs_fds(CG_CALL)
-        workdir = new_workdir()
+        workdir = new_workdir(CALL_UID)
         pid = os.fork()
     except OSError:
         for fd in (out_r, out_w, err_r, err_w, go_r, go_w):
@@ -775,17 +845,18 @@ def prefork():
         try:
             join_cgroup(join_fds)
             (go,) = isolate_fds(out_w, err_w, [go_r])
+            forget_zygote_state()
             setup_stdio(os.devnull)
             ns = fresh_namespace()
             job = read_job(go)
             if job is None:
                 os._exit(0)
             req = job["req"]
-            # Root until the job is here: a waiting spare must not be a process of the call uid.
-            drop_privileges(workdir)
-            call_limits(CG_CALL, req["memoryMb"], req["timeoutMs"])
             if job["stdin"] != os.devnull:
-                redirect_stdin(job["stdin"])
+                redirect_stdin(job["stdin"])  # as root: the file is 0600, no call uid can read it
+            # Root until the job is here: a waiting spare must not be a process of the call uid.
+            drop_privileges(workdir, CALL_UID)
+            call_limits(CG_CALL, req["memoryMb"], req["timeoutMs"])
             rc = run_cell(req["code"], ns)
             try:
                 sys.stdout.flush()
@@ -808,27 +879,87 @@ def prefork():
     return {"pid": pid, "out_r": out_r, "err_r": err_r, "go_w": go_w, "pidfd": pidfd, "workdir": workdir}
 
 
+def write_stdin(text, uid):
+    """The call's stdin as a file in WORK_ROOT, readable only by `uid` (None: root, for a child that
+    opens it before dropping privileges). Returns its path."""
+    path = os.path.join(WORK_ROOT, f"stdin-{time.monotonic_ns()}")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        if uid is not None:
+            os.fchown(fd, uid, uid)
+        data = text.encode("utf-8")
+        while data:
+            data = data[os.write(fd, data):]
+    except BaseException:
+        os.close(fd)
+        os.unlink(path)
+        raise
+    os.close(fd)
+    return path
+
+
+def discard_spare(spare):
+    """A spare child whose call failed in the zygote: end it and whatever it started, release the fds
+    still open (each is popped from `spare` when closed, so none is closed twice) and its work dir."""
+    for k in ("go_w", "out_r", "err_r", "pidfd"):
+        fd = spare.pop(k, None)
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    try:
+        os.kill(spare["pid"], signal.SIGKILL)
+    except OSError:
+        pass
+    kill_tree(CG_CALL, spare["pid"])
+    try:
+        os.waitpid(spare["pid"], 0)
+    except ChildProcessError:
+        pass
+    reap_strays()
+    wipe(spare["workdir"])
+    wipe_shared()
+
+
 def exec_stateless(req):
     timeout_s = req["timeoutMs"] / 1000.0
     leaf = CG_CALL
     leaf_prepare(leaf, req["memoryMb"])
     oom_before = oom_count(leaf)
     refused_before = pids_refusals(leaf)
+    # Before the spare is taken: a failure here leaves the spare ready for the next call.
+    stdin_path = write_stdin(req["input"], None) if req.get("input") else None
     global SPARE
-    spare = SPARE or prefork()
+    try:
+        spare = SPARE or prefork()
+    except BaseException:
+        if stdin_path:
+            os.unlink(stdin_path)
+        raise
     SPARE = None
+    try:
+        return run_spare(req, spare, stdin_path, leaf, oom_before, refused_before, timeout_s)
+    except BaseException:
+        discard_spare(spare)
+        raise
+    finally:
+        if stdin_path:
+            try:
+                os.unlink(stdin_path)
+            except OSError:
+                pass
+
+
+def run_spare(req, spare, stdin_path, leaf, oom_before, refused_before, timeout_s):
+    """Give the spare child its job, collect its output and ending (exec_stateless's main part)."""
     pid, out_r, err_r, workdir = spare["pid"], spare["out_r"], spare["err_r"], spare["workdir"]
-    stdin_path = None
-    if req.get("input"):
-        stdin_path = os.path.join(WORK_ROOT, "stdin-" + os.path.basename(workdir))
-        with open(stdin_path, "w", encoding="utf-8") as f:
-            f.write(req["input"])
     start = time.monotonic()
     try:
         os.write(spare["go_w"], json.dumps({"req": req, "stdin": stdin_path or os.devnull}).encode())
     except OSError:
         pass
-    os.close(spare["go_w"])
+    os.close(spare.pop("go_w"))
     outc, errc = Capture(req["outputChars"]), Capture(req["outputChars"])
     status_holder = {}
 
@@ -846,7 +977,7 @@ def exec_stateless(req):
             return True
         return False
 
-    pidfd = spare["pidfd"]
+    pidfd = spare.pop("pidfd")
     try:
         killed_for = pump([out_r, err_r], [outc, errc], start + timeout_s, req["hardOutputBytes"], exited,
                           exit_fd=pidfd)
@@ -877,8 +1008,8 @@ def exec_stateless(req):
     kill_tree(leaf, pid)
     # A last non-blocking drain: output written just before the end is kept.
     drain_nonblocking([(out_r, outc), (err_r, errc)], req["hardOutputBytes"])
-    os.close(out_r)
-    os.close(err_r)
+    os.close(spare.pop("out_r"))
+    os.close(spare.pop("err_r"))
     reap_strays()
     ru = status_holder.get("ru")
     cpu_ms = (ru.ru_utime + ru.ru_stime) * 1000.0 if ru else 0.0
@@ -891,11 +1022,6 @@ def exec_stateless(req):
     if refused:
         stderr += task_limit_note()
     wipe(workdir)
-    if stdin_path:
-        try:
-            os.unlink(stdin_path)
-        except OSError:
-            pass
     wipe_shared()
     return {"status": status, "stdout": stdout, "stderr": stderr, "exitCode": code, "signal": sig,
             "wallMs": round(wall_ms, 3), "cpuMs": round(cpu_ms, 3), "truncated": t1 or t2,
@@ -1005,21 +1131,35 @@ def expire_sessions():
         end_session(sid, True)
 
 
-def free_leaf():
-    used = {id(s["leaf"]) for s in SESSIONS.values()}
-    for leaf in CG_SESSIONS:
-        if id(leaf) not in used:
-            return leaf
-    return None
+def free_slot():
+    """The lowest session slot no live session holds (there are SESSION_CAP: the caller evicts first).
+    A slot is a cgroup leaf (where cgroups exist) and a uid of its own (where uids can be dropped)."""
+    used = {s["slot"] for s in SESSIONS.values()}
+    return next(k for k in range(SESSION_CAP) if k not in used)
+
+
+def session_uid(slot):
+    return SESSION_UIDS[slot] if slot < len(SESSION_UIDS) else CALL_UID
+
+
+def freeze(s, frozen):
+    """Stop a session interpreter between its cells, continue it for the next: a thread its cell left
+    running must not act while other calls of this zygote run (they share /tmp), nor spy on them."""
+    try:
+        os.kill(s["pid"], signal.SIGSTOP if frozen else signal.SIGCONT)
+    except OSError:
+        pass
 
 
 def start_session(sid, req):
     if len(SESSIONS) >= SESSION_CAP:
         lru = min(SESSIONS, key=lambda k: SESSIONS[k]["last"])
         end_session(lru, True)
-    leaf = free_leaf() if CG_SESSIONS else None
+    slot = free_slot()
+    leaf = CG_SESSIONS[slot] if slot < len(CG_SESSIONS) else None
+    uid = session_uid(slot)
     leaf_prepare(leaf, req["memoryMb"])
-    workdir = new_workdir()
+    workdir = new_workdir(uid)
     SESSION_DIRS.add(workdir)
     ctl_r, ctl_w = os.pipe()
     res_r, res_w = os.pipe()
@@ -1032,7 +1172,8 @@ def start_session(sid, req):
             join_cgroup(join_fds)
             ctl_r, res_w = isolate_fds(out_w, err_w, [ctl_r, res_w])
             # Sessions get a generous CPU rlimit: their wall limit is enforced per cell from here.
-            join_and_drop(leaf, req["memoryMb"], 24 * 3600 * 1000, workdir)
+            forget_zygote_state()
+            join_and_drop(leaf, req["memoryMb"], 24 * 3600 * 1000, workdir, uid)
             session_loop(ctl_r, res_w, workdir)
         except BaseException as e:
             try:
@@ -1042,7 +1183,7 @@ def start_session(sid, req):
     for fd in (ctl_r, res_w, out_w, err_w):
         os.close(fd)
     s = {"pid": pid, "ctl_w": ctl_w, "res_r": res_r, "out_r": out_r, "err_r": err_r, "leaf": leaf,
-         "workdir": workdir, "last": time.monotonic()}
+         "slot": slot, "uid": uid, "workdir": workdir, "last": time.monotonic()}
     SESSIONS[sid] = s
     return s
 
@@ -1056,10 +1197,8 @@ def exec_session(req):
         reset = RESET_IDS.pop(sid, False) or bool(req.get("known"))
         s = start_session(sid, req)
     s["last"] = time.monotonic()
-    stdin_path = os.path.join(WORK_ROOT, f"stdin-s{time.monotonic_ns()}")
-    with open(stdin_path, "w", encoding="utf-8") as f:
-        f.write(req.get("input") or "")
-    os.chmod(stdin_path, 0o644)
+    stdin_path = write_stdin(req.get("input") or "", s["uid"])
+    freeze(s, False)
     oom_before = oom_count(s["leaf"])
     refused_before = pids_refusals(s["leaf"])
     cpu_before = cpu_ms_of(s["pid"])
@@ -1105,6 +1244,7 @@ def exec_session(req):
             leaf_prepare(s["leaf"], req["memoryMb"])  # kill_tree blocked new tasks in the leaf
             session_reap(s)
         reap_all()
+        freeze(s, True)  # before the wipe: a leftover thread cannot plant files after it
         stdout, t1 = outc.text()
         stderr, t2 = errc.text()
         status = "ok" if rc == 0 else "runtime_error"
@@ -1154,6 +1294,20 @@ def handle(req):
     return exec_stateless(req)
 
 
+def answer(line):
+    """Handle one request line and send its response. A function of its own: its frame (the request,
+    the response) is gone before `main` forks the next spare child, which a program could otherwise
+    walk up to with `sys._getframe().f_back`."""
+    try:
+        resp = handle(json.loads(line))
+    except Exception as e:  # a broken request must not kill the zygote
+        resp = {"status": "sandbox_error", "stdout": "", "stderr": f"rstar-sandbox: {e!r}",
+                "exitCode": None, "signal": None, "wallMs": 0, "cpuMs": 0, "truncated": False,
+                "sessionReset": False}
+    resp["sessions"] = len(SESSIONS)
+    send(resp)
+
+
 def main():
     global SPARE
     send({"ready": True, "pid": os.getpid(), "python": sys.version.split()[0],
@@ -1171,15 +1325,16 @@ def main():
             for sid in list(SESSIONS):
                 end_session(sid, False)
             return
-        try:
-            req = json.loads(line)
-            resp = handle(req)
-        except Exception as e:  # a broken request must not kill the zygote
-            resp = {"status": "sandbox_error", "stdout": "", "stderr": f"rstar-sandbox: {e!r}",
-                    "exitCode": None, "signal": None, "wallMs": 0, "cpuMs": 0, "truncated": False,
-                    "sessionReset": False}
-        resp["sessions"] = len(SESSIONS)
-        send(resp)
+        answer(line)
+        line = None  # the spare forked below must not find this request in main's frame
+        if WIPE_FAILED:
+            # Something a call left could not be removed, so the next call could see it: this zygote
+            # and its private tmpfs end here, and the pool starts a fresh one.
+            sys.stderr.write(f"rstar-sandbox: could not remove {WIPE_FAILED[:3]!r}; this zygote exits "
+                             "to be replaced\n")
+            for sid in list(SESSIONS):
+                end_session(sid, False)
+            os._exit(3)
         if SPARE is None and CFG.get("prefork", True):
             try:
                 SPARE = prefork()

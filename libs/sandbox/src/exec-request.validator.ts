@@ -14,6 +14,17 @@ export const DEFAULT_MAXIMA: ExecLimits & { inputBytes: number; codeBytes: numbe
 /** Smallest memory limit: below it even a forked interpreter cannot run. */
 export const MIN_MEMORY_MB = 32;
 const SESSION_RE = /^[A-Za-z0-9_.:@-]{1,200}$/;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Text the sandbox can pass on as UTF-8: a lone UTF-16 surrogate (JSON allows `"\ud800"`) has no UTF-8 form. */
+function requireUnicode(field: 'code' | 'input', text: string): void {
+  const m = LONE_SURROGATE.exec(text);
+  if (m)
+    throw new InvalidRequestError(
+      field,
+      `contains a lone UTF-16 surrogate (U+${m[0].charCodeAt(0).toString(16).toUpperCase()}) at index ${m.index}, which has no UTF-8 form; send valid Unicode`,
+    );
+}
 
 /** A request with every limit resolved. */
 export interface ResolvedRequest extends ExecLimits {
@@ -41,7 +52,8 @@ function limitField(
 /**
  * Validate an untrusted request (any JSON value) and resolve its limits: missing -> default, above
  * the maximum -> clamped, memory below {@link MIN_MEMORY_MB} -> raised to it.
- * @throws InvalidRequestError naming the field (wrong type, not positive, too large code/input, bad session id).
+ * @throws InvalidRequestError naming the field (wrong type, not positive, too large code/input, code/input
+ *   that is not valid Unicode, bad session id).
  */
 export function resolveRequest(
   raw: unknown,
@@ -59,6 +71,8 @@ export function resolveRequest(
   const input = (r.input as string | undefined | null) ?? '';
   if (Buffer.byteLength(input) > maxima.inputBytes)
     throw new InvalidRequestError('input', `is longer than the maximum of ${maxima.inputBytes} bytes`);
+  requireUnicode('code', r.code);
+  requireUnicode('input', input);
   let session: string | null = null;
   if (r.session !== undefined && r.session !== null && r.session !== '') {
     if (typeof r.session !== 'string' || !SESSION_RE.test(r.session))

@@ -25,6 +25,21 @@ function procCpuMs(pid: number, withChildren: boolean): number {
   }
 }
 
+/** First uid of the sandbox's calls; each worker takes a block of its own (see {@link callUids}). */
+export const CALL_UID_BASE = 61000;
+
+/**
+ * The unprivileged uids worker `i` runs programs as: one for its stateless calls and one per session
+ * slot, none shared with another worker or slot, so that no program (nor a thread a session cell left
+ * running) can signal, read or write what another call or session owns. Null and [] when this process
+ * is not root (nothing to drop from).
+ */
+function callUids(i: number, sessionCap: number): { uid: number | null; sessionUids: number[] } {
+  if (process.getuid?.() !== 0) return { uid: null, sessionUids: [] };
+  const base = CALL_UID_BASE + i * (sessionCap + 1);
+  return { uid: base, sessionUids: Array.from({ length: sessionCap }, (_, k) => base + 1 + k) };
+}
+
 interface Job {
   /** `end_session` jobs carry only `req.session`. */
   op?: 'exec' | 'end_session';
@@ -153,7 +168,7 @@ export class SandboxPool {
       zygoteHostPath: ZYGOTE_PATH,
       bwrap: this.isolation === 'bwrap',
       cgroups: this.cgroupsOf[i] ?? null,
-      uid: process.getuid?.() === 0 ? 61000 + i : null,
+      ...callUids(i, this.sessionCap),
       sessionCap: this.sessionCap,
       sessionIdleS: this.sessionIdleS,
       pidsMax: this.pidsMax,

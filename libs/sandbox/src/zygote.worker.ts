@@ -13,6 +13,8 @@ export interface ZygoteSpec {
   cgroups: WorkerCgroups | null;
   /** Unprivileged uid the call children switch to (null: no privilege to drop). */
   uid: number | null;
+  /** One uid per session slot (empty: sessions use `uid`). */
+  sessionUids: number[];
   sessionCap: number;
   sessionIdleS: number;
   pidsMax: number;
@@ -68,6 +70,7 @@ export class ZygoteWorker {
       JSON.stringify({
         workRoot,
         uid: s.uid,
+        sessionUids: s.sessionUids,
         cgCall: c,
         cgSessions: ss,
         sessionCap: s.sessionCap,

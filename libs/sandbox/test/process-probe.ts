@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 
 /**
- * Host processes whose real uid is one of the sandbox's call uids (61000..61099) and that belong to a
+ * Host processes whose real uid is one of the sandbox's call uids (61000..61999: a block per worker, one for its stateless calls and one per session slot) and that belong to a
  * pool of THIS test process (cgroup path `rstar-sbx-<our pid>-<n>`): pools of other processes on the
  * shared host (other test files, `rstar train`) use the same uids and must not count. With
  * `exceptSessions`, live session interpreters (in an `s<k>` cgroup leaf, by design alive between
@@ -15,7 +15,7 @@ export function sandboxProcesses(exceptSessions = false): { pid: number; state: 
     try {
       const status = readFileSync(`/proc/${d}/status`, 'utf8');
       const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1] ?? -1);
-      if (uid < 61000 || uid >= 61100) continue;
+      if (uid < 61000 || uid >= 62000) continue;
       const state = /^State:\s+(\S)/m.exec(status)?.[1] ?? '?';
       // A zombie's own cgroup reads as the root: attribute it by its parent (the call's program or the zygote).
       const ppid = /^PPid:\s+(\d+)/m.exec(status)?.[1] ?? d;

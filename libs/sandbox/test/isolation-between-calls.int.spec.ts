@@ -1,0 +1,109 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SandboxPool } from '../src';
+
+/**
+ * What one call (or a thread a session cell left running) must never do to another call of the same
+ * zygote: read its request, input or output; plant or read files; signal it. And what a call must never
+ * do to the zygote: leave something the wipe cannot remove. One worker, so every call below shares it.
+ */
+let pool: SandboxPool;
+beforeAll(async () => {
+  pool = new SandboxPool({ workers: 1, onWarning: () => undefined });
+  await pool.start();
+}, 120_000);
+afterAll(async () => {
+  await pool?.close();
+});
+
+const restarts = () => pool.health().workers.restarts;
+
+describe('isolation between calls of one zygote', () => {
+  it("a call cannot find the previous call's request or response in the frames it inherited", async () => {
+    expect((await pool.execute({ code: 'print("SECRET-OUT")', input: 'SECRET-IN' })).stdout).toBe('SECRET-OUT\n');
+    const r = await pool.execute({
+      code: 'import sys\nf = sys._getframe()\nwhile f:\n    print(f.f_code.co_name, repr(f.f_locals)[:20000])\n    f = f.f_back',
+    });
+    expect(r.status).toBe('ok');
+    expect(r.stdout).toMatch(/main/);
+    expect(r.stdout).not.toMatch(/SECRET-(IN|OUT)/);
+  });
+
+  it('a directory nested deeper than the recursion limit is wiped, in /tmp and in the work dir', async () => {
+    const deep = (where: string) =>
+      `import os\nos.chdir(${JSON.stringify(where)})\nfor i in range(3000):\n    os.mkdir("d")\n    os.chdir("d")\nopen("leaf.txt", "w").write("x")\nprint("deep")`;
+    for (const where of ['/tmp', '.']) {
+      expect(await pool.execute({ code: deep(where), timeoutMs: 30_000 })).toMatchObject({ status: 'ok', stdout: 'deep\n' });
+      const r = await pool.execute({ code: 'import os\nprint(os.listdir("/tmp"), os.listdir("."))' });
+      expect(r).toMatchObject({ status: 'ok', stdout: '[] []\n' });
+    }
+    expect(restarts()).toBe(0);
+  }, 120_000);
+
+  it('input that is not valid Unicode is refused naming the field, as often as it comes', async () => {
+    for (let i = 0; i < 50; i++) {
+      const r = await pool.execute({ code: 'print(1)', input: 'a\udfffb' });
+      expect(r.status).toBe('sandbox_error');
+      expect(r.stderr).toMatch(/input.*lone UTF-16 surrogate.*index 1/);
+    }
+    expect((await pool.execute({ code: 'print(1)', input: '\ud800' })).stderr).toMatch(/input/);
+    expect((await pool.execute({ code: 'x = "\ud800"' })).stderr).toMatch(/code/);
+    expect(await pool.execute({ code: 'print(input())', input: 'ok 😀' })).toMatchObject({ status: 'ok', stdout: 'ok 😀\n' });
+  });
+
+  it("a thread a session cell leaves running can neither see, plant in, read nor signal other calls", async () => {
+    // The thread keeps trying for as long as it runs: list and plant into every work dir, read every
+    // stdin file, plant into /tmp, kill every process it can.
+    const spy = `
+import os, threading, time, signal
+seen = []
+def spy():
+    while True:
+        try:
+            for d in os.listdir("/run/rstar"):
+                seen.append(d)
+        except OSError:
+            pass
+        for p in ("/run/rstar", "/tmp"):
+            try:
+                open(p + "/planted.txt", "w").write("x")
+            except OSError:
+                pass
+        mine = {int(t) for t in os.listdir("/proc/self/task")}  # kill(tid) would end this very process
+        for pid in range(2, 200):
+            if pid not in mine:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        time.sleep(0.001)
+threading.Thread(target=spy, daemon=True).start()
+time.sleep(0.05)
+print("spy started")`;
+    expect(await pool.execute({ session: 'spy', code: spy })).toMatchObject({ status: 'ok', stdout: 'spy started\n' });
+    for (let i = 0; i < 5; i++) {
+      await new Promise((r) => setTimeout(r, 30));
+      const v = await pool.execute({
+        code: 'import os, time\ntime.sleep(0.05)\nprint(os.listdir("."), os.listdir("/tmp"), input())',
+        input: 'VICTIM-STDIN',
+      });
+      expect(v).toMatchObject({ status: 'ok', stdout: "[] [] VICTIM-STDIN\n" });
+    }
+    // The session itself lives on with its state; its thread saw no directory listing at all.
+    const back = await pool.execute({ session: 'spy', code: 'print(len(seen), threading.active_count())' });
+    expect(back).toMatchObject({ status: 'ok', sessionReset: false, stdout: '0 2\n' });
+    await pool.endSession('spy');
+    expect(restarts()).toBe(0);
+  });
+
+  it('two sessions of one zygote cannot signal or read each other', async () => {
+    expect((await pool.execute({ session: 'a', code: 'import os\nsecret = "A-ONLY"\nprint(os.getpid() > 0)' })).stdout).toBe('True\n');
+    const b = await pool.execute({
+      session: 'b',
+      code: 'import os, signal\nhits = 0\nfor pid in range(2, 200):\n    try:\n        os.kill(pid, signal.SIGKILL)\n        hits += 1\n    except OSError:\n        pass\nprint(hits)',
+    });
+    // It can kill nothing but itself (and is then reset), never session a.
+    expect(['0\n', '']).toContain(b.stdout);
+    const a = await pool.execute({ session: 'a', code: 'print(secret)' });
+    expect(a).toMatchObject({ status: 'ok', stdout: 'A-ONLY\n', sessionReset: false });
+  });
+});
