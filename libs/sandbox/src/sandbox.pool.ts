@@ -26,7 +26,7 @@ function procCpuMs(pid: number, withChildren: boolean): number {
 }
 
 /** First uid of the sandbox's calls; each worker takes a block of its own (see {@link callUids}). */
-export const CALL_UID_BASE = 61000;
+const CALL_UID_BASE = 61000;
 
 /**
  * The unprivileged uids worker `i` runs programs as: one for its stateless calls and one per session

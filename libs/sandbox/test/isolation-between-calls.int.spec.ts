@@ -16,6 +16,12 @@ afterAll(async () => {
 });
 
 const restarts = () => pool.health().workers.restarts;
+/** What a fresh call sees in /tmp: nothing, or the directories leading to a Python install bound there
+ * (a checkout under /tmp: python-under-tmp.int.spec.ts). */
+let tmpBaseline = '';
+beforeAll(async () => {
+  tmpBaseline = (await pool.execute({ code: 'import os\nprint(sorted(os.listdir("/tmp")))' })).stdout.trim();
+});
 
 describe('isolation between calls of one zygote', () => {
   it("a call cannot find the previous call's request or response in the frames it inherited", async () => {
@@ -33,8 +39,8 @@ describe('isolation between calls of one zygote', () => {
       `import os\nos.chdir(${JSON.stringify(where)})\nfor i in range(3000):\n    os.mkdir("d")\n    os.chdir("d")\nopen("leaf.txt", "w").write("x")\nprint("deep")`;
     for (const where of ['/tmp', '.']) {
       expect(await pool.execute({ code: deep(where), timeoutMs: 30_000 })).toMatchObject({ status: 'ok', stdout: 'deep\n' });
-      const r = await pool.execute({ code: 'import os\nprint(os.listdir("/tmp"), os.listdir("."))' });
-      expect(r).toMatchObject({ status: 'ok', stdout: '[] []\n' });
+      const r = await pool.execute({ code: 'import os\nprint(sorted(os.listdir("/tmp")), os.listdir("."))' });
+      expect(r).toMatchObject({ status: 'ok', stdout: `${tmpBaseline} []\n` });
     }
     expect(restarts()).toBe(0);
   }, 120_000);
@@ -83,10 +89,10 @@ print("spy started")`;
     for (let i = 0; i < 5; i++) {
       await new Promise((r) => setTimeout(r, 30));
       const v = await pool.execute({
-        code: 'import os, time\ntime.sleep(0.05)\nprint(os.listdir("."), os.listdir("/tmp"), input())',
+        code: 'import os, time\ntime.sleep(0.05)\nprint(os.listdir("."), sorted(os.listdir("/tmp")), input())',
         input: 'VICTIM-STDIN',
       });
-      expect(v).toMatchObject({ status: 'ok', stdout: "[] [] VICTIM-STDIN\n" });
+      expect(v).toMatchObject({ status: 'ok', stdout: `[] ${tmpBaseline} VICTIM-STDIN\n` });
     }
     // The session itself lives on with its state; its thread saw no directory listing at all.
     const back = await pool.execute({ session: 'spy', code: 'print(len(seen), threading.active_count())' });
