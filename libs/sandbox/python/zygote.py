@@ -824,9 +824,10 @@ def read_job(fd):
 
 
 def prefork():
-    """Fork the next call's child now: it joins the call leaf, drops privileges into its own workdir,
-    sets up stdio and a fresh `__main__`, and blocks until it gets its request. All of that is off the
-    next call's latency path; what depends on the request (CPU and memory limits, stdin) comes after."""
+    """Fork the next call's child now, with its own work dir: it joins the call leaf, sets up stdio and a
+    fresh `__main__`, and blocks until it gets its request. All of that is off the next call's latency
+    path; what depends on the request (stdin, dropping root for the call uid, CPU and memory limits)
+    comes after."""
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     go_r, go_w = os.pipe()
