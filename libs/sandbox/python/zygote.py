@@ -35,6 +35,7 @@ import os
 import resource
 import select
 import signal
+import struct
 import sys
 import time
 import traceback
@@ -397,6 +398,39 @@ def procs_fds(leaf):
                     CG_PROCS_FDS[path] = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
                 fds.append(CG_PROCS_FDS[path])
     return fds
+
+
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWNET = 0x40000000
+
+
+def new_namespaces(flags):
+    """Child side, as root: private namespaces for what outlives a process. IPC (System V shared
+    memory, message queues, semaphores and POSIX message queues persist after their creator exits:
+    without this a call could leave data, or pinned memory, for the next one); for a session also the
+    network (its sockets stay bound while it is stopped between cells: others could connect to them),
+    with its own loopback up. False where unshare is not permitted (no CAP_SYS_ADMIN)."""
+    if libc.unshare(flags) != 0:
+        return False
+    if flags & CLONE_NEWNET:
+        import socket
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sk:
+            ifr = fcntl.ioctl(sk, 0x8913, struct.pack("16sH22x", b"lo", 0))  # SIOCGIFFLAGS
+            flags_lo = struct.unpack("16sH22x", ifr)[1]
+            fcntl.ioctl(sk, 0x8914, struct.pack("16sH22x", b"lo", flags_lo | 0x1))  # SIOCSIFFLAGS: IFF_UP
+    return True
+
+
+def probe_namespaces():
+    """Whether children get private IPC and network namespaces here (reported in the ready line)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os._exit(0 if new_namespaces(CLONE_NEWIPC | CLONE_NEWNET) else 1)
+        except BaseException:
+            os._exit(1)
+    _, st = os.waitpid(pid, 0)
+    return os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0
 
 
 def join_cgroup(fds):
@@ -845,6 +879,7 @@ def prefork():
     if pid == 0:
         try:
             join_cgroup(join_fds)
+            new_namespaces(CLONE_NEWIPC)
             (go,) = isolate_fds(out_w, err_w, [go_r])
             forget_zygote_state()
             setup_stdio(os.devnull)
@@ -1144,12 +1179,26 @@ def session_uid(slot):
 
 
 def freeze(s, frozen):
-    """Stop a session interpreter between its cells, continue it for the next: a thread its cell left
-    running must not act while other calls of this zygote run (they share /tmp), nor spy on them."""
+    """Stop a session interpreter between its cells (returning once all its threads are stopped, at
+    most 0.5 s), continue it for the next: a thread its cell left running must not act while other
+    calls of this zygote run (they share /tmp), nor spy on them."""
+    pid = s["pid"]
     try:
-        os.kill(s["pid"], signal.SIGSTOP if frozen else signal.SIGCONT)
+        os.kill(pid, signal.SIGSTOP if frozen else signal.SIGCONT)
     except OSError:
-        pass
+        return
+    deadline = time.monotonic() + 0.5
+    while frozen and time.monotonic() < deadline:
+        try:
+            states = []
+            for t in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{t}/stat") as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+        except OSError:
+            return  # gone
+        if all(st in ("T", "t", "Z", "X") for st in states):
+            return
+        time.sleep(0.0005)
 
 
 def start_session(sid, req):
@@ -1171,6 +1220,7 @@ def start_session(sid, req):
     if pid == 0:
         try:
             join_cgroup(join_fds)
+            new_namespaces(CLONE_NEWIPC | CLONE_NEWNET)
             ctl_r, res_w = isolate_fds(out_w, err_w, [ctl_r, res_w])
             # Sessions get a generous CPU rlimit: their wall limit is enforced per cell from here.
             forget_zygote_state()
@@ -1190,7 +1240,26 @@ def start_session(sid, req):
 
 
 def exec_session(req):
+    """Run one cell in the request's session (started on first use). Any failure of the zygote's own
+    handling ends the session (reset), so nothing of it keeps running unwatched."""
     sid = req["session"]
+    try:
+        return run_cell_in_session(req, sid)
+    except BaseException:
+        end_session(sid, True)
+        raise
+
+
+def cell_rc(res_buf):
+    """The interpreter's result line {"rc": int}, or None when the cell forged something else there."""
+    try:
+        rc = json.loads(bytes(res_buf).split(b"\n", 1)[0])["rc"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return rc if isinstance(rc, int) and not isinstance(rc, bool) and 0 <= rc <= 255 else None
+
+
+def run_cell_in_session(req, sid):
     expire_sessions()
     reset = False
     s = SESSIONS.get(sid)
@@ -1236,16 +1305,24 @@ def exec_session(req):
         os.unlink(stdin_path)
     except OSError:
         pass
+    rc = None
     if done() and not killed_for:
-        rc = json.loads(bytes(res_buf).split(b"\n", 1)[0])["rc"]
-        # The cell is over; children it left behind are not part of the session's state.
+        # First stop the interpreter (all its threads): from here nothing of it can fork or write.
+        freeze(s, True)
+        rc = cell_rc(res_buf)
+    if rc is not None:
+        # The cell is over; children it left behind are not part of the session's state. They die
+        # with new tasks blocked, so none can fork a replacement; zombies are reaped next cell.
         leftovers = leaf_pids(s["leaf"]) - {s["pid"]}
         if leftovers:
-            kill_tree(s["leaf"], None, keep={s["pid"]})
-            leaf_prepare(s["leaf"], req["memoryMb"])  # kill_tree blocked new tasks in the leaf
+            kill_tree(s["leaf"], None, keep={s["pid"]})  # leaves new tasks blocked in the leaf
+            # Only the interpreter can reap them (zombies would hold task slots): let it run just for
+            # that while the leaf still refuses new tasks, then stop it again before the limit returns.
+            freeze(s, False)
             session_reap(s)
+            freeze(s, True)
+            leaf_prepare(s["leaf"], req["memoryMb"])
         reap_all()
-        freeze(s, True)  # before the wipe: a leftover thread cannot plant files after it
         stdout, t1 = outc.text()
         stderr, t2 = errc.text()
         status = "ok" if rc == 0 else "runtime_error"
@@ -1269,11 +1346,13 @@ def exec_session(req):
     end_session(sid, True)
     stdout, t1 = outc.text()
     stderr, t2 = errc.text()
-    if st is None and not killed_for:
-        killed_for = None
+    forged = done() and not killed_for
+    if forged:
+        stderr += ("rstar-sandbox: the cell wrote something other than its result on the session's result "
+                   "pipe; the session was reset\n")
     status, code, sig = classify(killed_for, st, oom_before, s["leaf"], stderr)
-    if st is None and not killed_for and status == "ok":
-        status, sig = "killed", "SIGKILL"
+    if forged or (st is None and not killed_for and status == "ok"):
+        status, code, sig = "killed", None, "SIGKILL"  # the sandbox ended it
     if refused:
         stderr += task_limit_note()
     wipe_shared()
@@ -1295,6 +1374,9 @@ def handle(req):
     return exec_stateless(req)
 
 
+PRIVATE_NAMESPACES = probe_namespaces()
+
+
 def answer(line):
     """Handle one request line and send its response. A function of its own: its frame (the request,
     the response) is gone before `main` forks the next spare child, which a program could otherwise
@@ -1314,7 +1396,7 @@ def main():
     send({"ready": True, "pid": os.getpid(), "python": sys.version.split()[0],
           "numpy": numpy.__version__, "sympy": sympy.__version__, "scipy": scipy.__version__,
           "intMaxStrDigits": sys.get_int_max_str_digits(), "immortalized": IMMORTALIZED, "hugeRanges": HUGE_RANGES,
-          "wipeKeep": WIPE_KEEP})
+          "wipeKeep": WIPE_KEEP, "privateNamespaces": PRIVATE_NAMESPACES})
     while True:
         r, _, _ = select.select([PROTO_IN], [], [], 1.0)
         if not r:

@@ -101,6 +101,84 @@ print("spy started")`;
     expect(restarts()).toBe(0);
   });
 
+  it('System V IPC and abstract sockets do not outlive a call or leak out of a session', async () => {
+    expect((pool as unknown as { workers: { info: Record<string, unknown> }[] }).workers[0]!.info.privateNamespaces).toBe(true);
+    // A shared memory segment and a message queue, world-readable, left behind by a stateless call...
+    const leave = `import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+shm = libc.shmget(0x1234, 4096, 0o1000 | 0o666)
+q = libc.msgget(0x4321, 0o1000 | 0o666)
+print(shm >= 0, q >= 0)`;
+    expect((await pool.execute({ code: leave })).stdout).toBe('True True\n');
+    // ...are not there for the next call, nor for a session.
+    const look = 'print(open("/proc/sysvipc/shm").read().count("\\n"), open("/proc/sysvipc/msg").read().count("\\n"))';
+    expect((await pool.execute({ code: look })).stdout).toBe('1 1\n');
+    expect((await pool.execute({ session: 'ipc', code: look })).stdout).toBe('1 1\n');
+    // A session's listening sockets (abstract unix, loopback TCP) cannot be reached from other calls.
+    const listen = `import socket
+u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); u.bind("\\0rstar-chan"); u.listen()
+t = socket.socket(); t.bind(("127.0.0.1", 7777)); t.listen()
+print("listening")`;
+    expect((await pool.execute({ session: 'ipc', code: listen })).stdout).toBe('listening\n');
+    const reach = `import socket
+out = []
+for fam, addr in ((socket.AF_UNIX, "\\0rstar-chan"), (socket.AF_INET, ("127.0.0.1", 7777))):
+    c = socket.socket(fam, socket.SOCK_STREAM)
+    try:
+        c.connect(addr); out.append("reached")
+    except OSError:
+        out.append("refused")
+print(out)`;
+    expect((await pool.execute({ code: reach })).stdout).toBe("['refused', 'refused']\n");
+    // Inside the session its own loopback works.
+    expect((await pool.execute({ session: 'ipc', code: reach })).stdout).toBe("['reached', 'reached']\n");
+    await pool.endSession('ipc');
+  });
+
+  it('a cell that forges its result line or keeps forking cannot keep running between cells', async () => {
+    const plant = (n: string) => `
+import os, threading, time
+def plant():
+    while True:
+        try:
+            open("/tmp/${n}", "w").write("x")
+        except OSError:
+            pass
+        time.sleep(0.001)
+threading.Thread(target=plant, daemon=True).start()`;
+    // 1. A malformed line on the result pipe (fd 4): the session is reset, nothing of it survives.
+    const forged = await pool.execute({ session: 'forge', code: `${plant('forged')}\nimport os\nos.write(4, b"not json\\n")\ntime.sleep(0.3)` });
+    expect(forged).toMatchObject({ status: 'killed', sessionReset: true });
+    expect(forged.stderr).toMatch(/result pipe; the session was reset/);
+    // 2. A thread that forks in a loop (a fork refused at the task limit is retried at once).
+    const forker = `${plant('forker')}
+def forks():
+    while True:
+        try:
+            if os.fork() == 0:
+                while True:
+                    try:
+                        open("/tmp/forker-child", "w").write("x")
+                    except OSError:
+                        pass
+                    time.sleep(0.001)
+        except OSError:
+            pass
+        time.sleep(0.002)
+threading.Thread(target=forks, daemon=True).start()
+time.sleep(0.05)
+print("ok")`;
+    expect((await pool.execute({ session: 'forker', code: `import os\n${forker}` })).stdout).toBe('ok\n');
+    for (let i = 0; i < 3; i++) {
+      await new Promise((r) => setTimeout(r, 30));
+      const v = await pool.execute({ code: 'import os, time\ntime.sleep(0.05)\nprint(sorted(os.listdir("/tmp")))' });
+      expect(v).toMatchObject({ status: 'ok', stdout: `${tmpBaseline}\n` });
+    }
+    expect((await pool.execute({ session: 'forker', code: 'print("still here")' })).stdout).toBe('still here\n');
+    await pool.endSession('forker');
+    expect(restarts()).toBe(0);
+  });
+
   it('two sessions of one zygote cannot signal or read each other', async () => {
     expect((await pool.execute({ session: 'a', code: 'import os\nsecret = "A-ONLY"\nprint(os.getpid() > 0)' })).stdout).toBe('True\n');
     const b = await pool.execute({
