@@ -113,9 +113,9 @@ def immortalize_heap():
     Why: after a fork, every `Py_INCREF`/`Py_DECREF` of an inherited object writes its refcount and
     so copies its 4 KiB page into the child; a sympy solve touches ~1,300 such pages (~4 ms of
     copy-on-write faults per call, measured here). Refcount operations skip immortal objects, so
-    the child only copies pages it really writes (~750 instead of ~1,400 for that solve). PEP 683
-    gives this pre-fork use (a forking server's shared heap) as its motivation. Objects alive now are the imported stack and
-    its warmed caches, which live as long as the zygote anyway; the cost is that those the zygote
+    the child only copies pages it really writes (~750 for that solve). PEP 683 gives this pre-fork
+    use (a forking server's shared heap) as its motivation. Objects alive now are the imported stack
+    and its warmed caches, which live as long as the zygote anyway; the cost is that those the zygote
     would free later (an evicted cache entry) stay allocated. Returns the count, 0 where refcounts
     have no immortal bit (< 3.12) or the layout is not the one PEP 683 defines."""
     if sys.version_info < (3, 12) or sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8:
@@ -222,27 +222,20 @@ def cg_read(d, name):
                 return f.read()
         except OSError:
             return ""
-    for _ in (0, 1):
-        fd = CG_READ_FDS.get(path)
-        try:
-            if fd is None:
-                fd = CG_READ_FDS[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            chunks = []
-            while True:
-                b = os.pread(fd, 65536, sum(len(c) for c in chunks))
-                if not b:
-                    break
-                chunks.append(b)
-            return b"".join(chunks).decode()
-        except OSError:
-            # Removed or recreated under us: reopen once, else there is nothing to read.
-            if fd is not None:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-            CG_READ_FDS.pop(path, None)
-    return ""
+    fd = CG_READ_FDS.get(path)
+    try:
+        if fd is None:
+            fd = CG_READ_FDS[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        return os.pread(fd, 65536, 0).decode()  # counter files are a few lines
+    except OSError:
+        # Removed under us: forget the fd (the next read opens the path again).
+        CG_READ_FDS.pop(path, None)
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        return ""
 
 
 def oom_count(leaf):
@@ -969,16 +962,12 @@ def exec_stateless(req):
     global SPARE
     try:
         spare = SPARE or prefork()
-    except BaseException:
-        if stdin_path:
-            os.unlink(stdin_path)
-        raise
-    SPARE = None
-    try:
-        return run_spare(req, spare, stdin_path, leaf, oom_before, refused_before, timeout_s)
-    except BaseException:
-        discard_spare(spare)
-        raise
+        SPARE = None
+        try:
+            return run_spare(req, spare, stdin_path, leaf, oom_before, refused_before, timeout_s)
+        except BaseException:
+            discard_spare(spare)
+            raise
     finally:
         if stdin_path:
             try:
@@ -1312,7 +1301,7 @@ def run_cell_in_session(req, sid):
         rc = cell_rc(res_buf)
     if rc is not None:
         # The cell is over; children it left behind are not part of the session's state. They die
-        # with new tasks blocked, so none can fork a replacement; zombies are reaped next cell.
+        # with new tasks blocked, so none can fork a replacement.
         leftovers = leaf_pids(s["leaf"]) - {s["pid"]}
         if leftovers:
             kill_tree(s["leaf"], None, keep={s["pid"]})  # leaves new tasks blocked in the leaf
