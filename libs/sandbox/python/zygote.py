@@ -4,13 +4,17 @@ One long-lived interpreter that imports the heavy scientific stack once and then
 call (ARCHITECTURE §5, SANDBOX.md: a cold `python3` with numpy+sympy costs ~0.7 s, a fork ~1-5 ms).
 It normally runs inside bubblewrap (no network, read-only system, private tmpfs, empty environment).
 
-Protocol (JSON lines): the host writes one request per line on fd 0 and reads one response per line on
-the zygote's original fd 1; the zygote handles one request at a time. The first line it writes is
-`{"ready": true, ...}`. Requests:
-  {"op": "exec", "code", "input", "timeoutMs", "memoryMb", "outputChars", "hardOutputBytes", "session"}
-  {"op": "ping"}
-Responses: {"status", "stdout", "stderr", "exitCode", "signal", "wallMs", "cpuMs", "truncated",
-"sessionReset", "outputBytes"}.
+Protocol: the host writes requests on fd 0 and reads responses on the zygote's original fd 1; the
+zygote handles one request at a time. The first line it writes is `{"ready": true, ...}`. A request is
+8 hex digits (the header's length), a JSON header, then the payload it announces:
+  {"op": "exec", "payload": [codeBytes, inputBytes], "timeoutMs", "memoryMb", "outputChars",
+   "hardOutputBytes", "session", "known"}  + the program's and stdin's UTF-8 bytes
+  {"op": "ping"} | {"op": "end_session", "session"}
+A response is one JSON line: {"status", "exitCode", "signal", "wallMs", "cpuMs", "stderrNotes",
+"sessionReset", "outputBytes", "streams": [[headBytes, tailBytes, totalBytes] for stdout, stderr]},
+followed by those raw bytes (stdout head, stdout tail, stderr head, stderr tail). The zygote never
+decodes a program, its stdin or its output (see CallBytes); a zygote error answers
+{"status": "sandbox_error", "stdout": "", "stderr": <why>} with no streams.
 
 Why the pieces are shaped this way:
 - A call's child joins a cgroup leaf (pids + memory) *before* it drops to an unprivileged uid, so user
@@ -31,6 +35,7 @@ import fcntl
 import io
 import json
 import linecache
+import mmap
 import os
 import resource
 import select
@@ -187,8 +192,8 @@ def collapse_heap():
 HUGE_RANGES = collapse_heap() if CFG.get("hugePages", True) else 0
 
 # Keep the protocol channel private: fd 1/2 of children are their own pipes.
-PROTO_OUT = os.fdopen(os.dup(1), "w", buffering=1)
-PROTO_IN = os.fdopen(os.dup(0), "r", buffering=1)
+PROTO_OUT_FD = os.dup(1)
+PROTO_IN_FD = os.dup(0)
 devnull = os.open(os.devnull, os.O_RDWR)
 os.dup2(devnull, 0)
 os.dup2(2, 1)
@@ -197,9 +202,88 @@ os.makedirs(WORK_ROOT, exist_ok=True)
 os.chmod(WORK_ROOT, 0o711)
 
 
-def send(obj):
-    PROTO_OUT.write(json.dumps(obj) + "\n")
-    PROTO_OUT.flush()
+def send(obj, streams=()):
+    """One response: its JSON line, then the raw bytes of `streams` (Captures, stdout first), whose
+    lengths the line gives under "streams" (PROTOCOL in the module doc)."""
+    if streams:
+        obj["streams"] = [c.lengths() for c in streams]
+    write_all(PROTO_OUT_FD, (json.dumps(obj) + "\n").encode())
+    for c in streams:
+        c.write_to(PROTO_OUT_FD)
+
+
+# ---------------------------------------------------------------- call bytes off the heap
+# Every child is forked from this process, so whatever a call's program, stdin or output left in the
+# zygote's freed heap would be readable by every later call (ctypes, /proc/self/mem). Those bytes are
+# therefore only ever held in anonymous mappings, read into and written from in place, and unmapped when
+# the call ends: the zygote parses headers (limits, ids, lengths) but never a program, its input or its
+# output; the host decodes and cuts the output text.
+def read_exact(fd, view):
+    """Fill the writable buffer `view` from `fd`; False at EOF before it is full."""
+    got, n = 0, len(view)
+    while got < n:
+        with view[got:] as part:
+            k = os.readv(fd, [part])
+        if k == 0:
+            return False
+        got += k
+    return True
+
+
+def write_all(fd, view):
+    """Write all of the bytes-like `view` to the blocking `fd`."""
+    with memoryview(view) as mv:
+        done = 0
+        while done < len(mv):
+            with mv[done:] as part:
+                done += os.write(fd, part)
+
+
+class CallBytes:
+    """A request's program and stdin (UTF-8), read from the host straight into an anonymous mapping."""
+
+    def __init__(self, code_len, input_len):
+        self.code_len, self.input_len = code_len, input_len
+        self.map = mmap.mmap(-1, max(1, code_len + input_len))
+
+    def fill(self, fd):
+        with memoryview(self.map) as mv, mv[: self.code_len + self.input_len] as part:
+            return read_exact(fd, part)
+
+    def write_code(self, fd):
+        with memoryview(self.map) as mv, mv[: self.code_len] as part:
+            write_all(fd, part)
+
+    def write_input(self, fd):
+        with memoryview(self.map) as mv, mv[self.code_len: self.code_len + self.input_len] as part:
+            write_all(fd, part)
+
+    def close(self):
+        self.map.close()
+
+
+NO_CALL_BYTES = CallBytes(0, 0)
+
+
+def read_request():
+    """The next request from the host: (header dict, CallBytes), or None at EOF. Framing: 8 hex digits
+    giving the header's length, the header (JSON; `"payload": [codeBytes, inputBytes]` when the request
+    carries a program), then the payload bytes."""
+    size = bytearray(8)
+    if not read_exact(PROTO_IN_FD, memoryview(size)):
+        return None
+    header = bytearray(int(size, 16))
+    if not read_exact(PROTO_IN_FD, memoryview(header)):
+        return None
+    req = json.loads(header)
+    code_len, input_len = req.get("payload") or (0, 0)
+    if not code_len and not input_len:
+        return req, NO_CALL_BYTES
+    body = CallBytes(int(code_len), int(input_len))
+    if not body.fill(PROTO_IN_FD):
+        body.close()
+        return None
+    return req, body
 
 
 # ---------------------------------------------------------------- cgroups
@@ -558,40 +642,112 @@ def fresh_namespace():
 
 # ---------------------------------------------------------------- output collection
 class Capture:
-    """Keeps head and tail of a stream up to a char cap; counts every byte."""
+    """A stream's first and last `byte_cap` bytes (4 per char of the cap, +4), read straight into
+    anonymous mappings (never the heap: see CallBytes); counts every byte. The host decodes them and
+    cuts the text to the char cap (libs/sandbox/src/output.text.ts)."""
 
     def __init__(self, cap_chars):
-        self.cap = max(0, cap_chars)
-        self.byte_cap = self.cap * 4 + 4
-        self.head = bytearray()
-        self.tail = bytearray()
+        self.byte_cap = max(0, cap_chars) * 4 + 4
+        self.head = mmap.mmap(-1, self.byte_cap)
+        self.head_len = 0
+        # The tail is a ring at least one pipe read long, so a flood costs no more reads than before.
+        self.ring_size = max(self.byte_cap, 1 << 16)
+        self.ring = mmap.mmap(-1, self.ring_size)
+        self.ring_pos = 0  # where the next byte goes
+        self.ring_len = 0
         self.total = 0
 
-    def feed(self, b):
-        self.total += len(b)
-        room = self.byte_cap - len(self.head)
-        if room > 0:
-            self.head += b[:room]
-            b = b[room:]
-        if b:
-            self.tail += b
-            if len(self.tail) > self.byte_cap:
-                del self.tail[: len(self.tail) - self.byte_cap]
+    def read_from(self, fd):
+        """One read(2) of `fd` into the buffers; the number of bytes read (0 at EOF)."""
+        with memoryview(self.head) as hv, memoryview(self.ring) as rv:
+            if self.head_len < self.byte_cap:
+                parts = [hv[self.head_len:], rv]
+            elif self.ring_pos:
+                parts = [rv[self.ring_pos:], rv[: self.ring_pos]]
+            else:
+                parts = [rv]
+            try:
+                n = os.readv(fd, parts)
+            finally:
+                for v in parts:
+                    v.release()
+                del parts
+        h = min(n, self.byte_cap - self.head_len)
+        self.head_len += h
+        if n > h:
+            self.ring_pos = (self.ring_pos + n - h) % self.ring_size
+            self.ring_len = min(self.ring_size, self.ring_len + n - h)
+        self.total += n
+        return n
 
-    def text(self):
-        if not self.tail:
-            full = self.head.decode("utf-8", "replace")
-            if len(full) <= self.cap:
-                return full, False
-            head, tail = full, full
-        else:
-            head = self.head.decode("utf-8", "replace")
-            tail = self.tail.decode("utf-8", "replace")
-        marker = f"\n...[output truncated: {self.total} bytes in total]...\n"
-        keep = max(0, self.cap - len(marker))
-        h = keep - keep // 2
-        t = keep // 2
-        return head[:h] + marker + (tail[-t:] if t else ""), True
+    def tail_ranges(self):
+        """(start, end) ranges of the ring holding the last <= byte_cap bytes after the head, in order."""
+        k = min(self.ring_len, self.byte_cap)
+        if not k:
+            return []
+        end = self.ring_pos or self.ring_size
+        if end >= k:
+            return [(end - k, end)]
+        return [(self.ring_size - (k - end), self.ring_size), (0, end)]
+
+    def lengths(self):
+        """[head bytes, tail bytes, total bytes]: what the response line says of this stream."""
+        return [self.head_len, sum(b - a for a, b in self.tail_ranges()), self.total]
+
+    def write_to(self, fd):
+        with memoryview(self.head) as hv, hv[: self.head_len] as part:
+            write_all(fd, part)
+        with memoryview(self.ring) as rv:
+            for a, b in self.tail_ranges():
+                with rv[a:b] as part:
+                    write_all(fd, part)
+
+    def head_has(self, needle):
+        return self.head.find(needle, 0, self.head_len) != -1
+
+    def close(self):
+        self.head.close()
+        self.ring.close()
+
+
+class ResultLine:
+    """The session interpreter's result pipe: its first line (at most 64 bytes kept, in a mapping: a
+    cell's thread could write anything there) and nothing more."""
+
+    def __init__(self):
+        self.map = mmap.mmap(-1, 128)  # the line, then scratch space for whatever follows it
+        self.len = 0
+        self.total = 0
+
+    def read_from(self, fd):
+        with memoryview(self.map) as mv:
+            room = mv[self.len: 64] if self.len < 64 else mv[64:]
+            try:
+                n = os.readv(fd, [room])
+            finally:
+                room.release()
+        if self.len < 64:
+            self.len += n
+        return n
+
+    def complete(self):
+        return self.map.find(b"\n", 0, self.len) != -1
+
+    def rc(self):
+        """The exit code of a line `rc N` (0 <= N <= 255), else None (something else was written)."""
+        end = self.map.find(b"\n", 0, self.len)
+        if end < 4 or end > 6 or self.map.find(b"rc ", 0, 3) != 0:
+            return None
+        rc = 0
+        for i in range(3, end):
+            d = self.map[i] - 48
+            if not 0 <= d <= 9:
+                return None
+            rc = rc * 10 + d
+        return rc if rc <= 255 else None
+
+    def close(self):
+        self.map.close()
 
 
 def pump(fds, caps, deadline, hard_bytes, stop_when=None, drain_s=0.05, exit_fd=None):
@@ -626,13 +782,12 @@ def pump(fds, caps, deadline, hard_bytes, stop_when=None, drain_s=0.05, exit_fd=
                 watch = None  # exited: the loop head confirms it with `stop_when`, else falls back to polling
                 continue
             try:
-                b = os.read(fd, 65536)
+                n = open_fds[fd].read_from(fd)
             except OSError:
-                b = b""
-            if not b:
+                n = 0
+            if not n:
                 del open_fds[fd]
                 continue
-            open_fds[fd].feed(b)
             if sum(c.total for c in caps) > hard_bytes:
                 return "output_limit"
     return None
@@ -644,17 +799,16 @@ def drain_nonblocking(pairs, hard_bytes):
         fcntl.fcntl(fd, fcntl.F_SETFL, fl | os.O_NONBLOCK)
         try:
             while cap.total <= hard_bytes:
-                b = os.read(fd, 65536)
-                if not b:
+                if not cap.read_from(fd):
                     break
-                cap.feed(b)
         except OSError:
             pass
         fcntl.fcntl(fd, fcntl.F_SETFL, fl)
 
 
-def classify(killed_for, exit_status, oom_before, leaf, stderr_text):
-    """Map how the child ended to (status, exitCode, signal)."""
+def classify(killed_for, exit_status, oom_before, leaf):
+    """Map how the child ended to (status, exitCode, signal). A `runtime_error` whose stderr ends in a
+    MemoryError line is made `memory_limit` by the host, which has the text (see CallBytes)."""
     code, sig = None, None
     if exit_status is not None:
         if os.WIFSIGNALED(exit_status):
@@ -673,9 +827,6 @@ def classify(killed_for, exit_status, oom_before, leaf, stderr_text):
         return "runtime_error", code, sig
     if code == 0:
         return "ok", code, sig
-    tail = stderr_text.rstrip().rsplit("\n", 1)[-1]
-    if tail.startswith("MemoryError"):
-        return "memory_limit", code, sig
     return "runtime_error", code, sig
 
 
@@ -838,8 +989,9 @@ def forget_zygote_state():
 
 
 def read_job(fd):
-    """The spare child's wait: the whole job the zygote writes on `fd` (then closes), or None at EOF
-    with nothing (the zygote is shutting down)."""
+    """The spare child's wait: the job the zygote writes on `fd` (then closes): (header, program), or
+    None at EOF with nothing (the zygote is shutting down). The header is a JSON line, the program's
+    UTF-8 bytes follow it."""
     chunks = []
     while True:
         b = os.read(fd, 1 << 20)
@@ -847,7 +999,10 @@ def read_job(fd):
             break
         chunks.append(b)
     os.close(fd)
-    return json.loads(b"".join(chunks)) if chunks else None
+    if not chunks:
+        return None
+    header, _, code = b"".join(chunks).partition(b"\n")
+    return json.loads(header), code.decode("utf-8")
 
 
 def prefork():
@@ -880,13 +1035,13 @@ def prefork():
             job = read_job(go)
             if job is None:
                 os._exit(0)
-            req = job["req"]
-            if job["stdin"] != os.devnull:
-                redirect_stdin(job["stdin"])  # as root: the file is 0600, no call uid can read it
+            limits, code = job
+            if limits["stdin"] != os.devnull:
+                redirect_stdin(limits["stdin"])  # as root: the file is 0600, no call uid can read it
             # Root until the job is here: a waiting spare must not be a process of the call uid.
             drop_privileges(workdir, CALL_UID)
-            call_limits(CG_CALL, req["memoryMb"], req["timeoutMs"])
-            rc = run_cell(req["code"], ns)
+            call_limits(CG_CALL, limits["memoryMb"], limits["timeoutMs"])
+            rc = run_cell(code, ns)
             try:
                 sys.stdout.flush()
                 sys.stderr.flush()
@@ -908,17 +1063,15 @@ def prefork():
     return {"pid": pid, "out_r": out_r, "err_r": err_r, "go_w": go_w, "pidfd": pidfd, "workdir": workdir}
 
 
-def write_stdin(text, uid):
-    """The call's stdin as a file in WORK_ROOT, readable only by `uid` (None: root, for a child that
-    opens it before dropping privileges). Returns its path."""
+def write_stdin(body, uid):
+    """The call's stdin (from its CallBytes) as a file in WORK_ROOT, readable only by `uid` (None: root,
+    for a child that opens it before dropping privileges). Returns its path."""
     path = os.path.join(WORK_ROOT, f"stdin-{time.monotonic_ns()}")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         if uid is not None:
             os.fchown(fd, uid, uid)
-        data = text.encode("utf-8")
-        while data:
-            data = data[os.write(fd, data):]
+        body.write_input(fd)
     except BaseException:
         os.close(fd)
         os.unlink(path)
@@ -951,20 +1104,20 @@ def discard_spare(spare):
     wipe_shared()
 
 
-def exec_stateless(req):
+def exec_stateless(req, body):
     timeout_s = req["timeoutMs"] / 1000.0
     leaf = CG_CALL
     leaf_prepare(leaf, req["memoryMb"])
     oom_before = oom_count(leaf)
     refused_before = pids_refusals(leaf)
     # Before the spare is taken: a failure here leaves the spare ready for the next call.
-    stdin_path = write_stdin(req["input"], None) if req.get("input") else None
+    stdin_path = write_stdin(body, None) if body.input_len else None
     global SPARE
     try:
         spare = SPARE or prefork()
         SPARE = None
         try:
-            return run_spare(req, spare, stdin_path, leaf, oom_before, refused_before, timeout_s)
+            return run_spare(req, body, spare, stdin_path, leaf, oom_before, refused_before, timeout_s)
         except BaseException:
             discard_spare(spare)
             raise
@@ -976,16 +1129,29 @@ def exec_stateless(req):
                 pass
 
 
-def run_spare(req, spare, stdin_path, leaf, oom_before, refused_before, timeout_s):
+def run_spare(req, body, spare, stdin_path, leaf, oom_before, refused_before, timeout_s):
     """Give the spare child its job, collect its output and ending (exec_stateless's main part)."""
     pid, out_r, err_r, workdir = spare["pid"], spare["out_r"], spare["err_r"], spare["workdir"]
     start = time.monotonic()
+    outc, errc = Capture(req["outputChars"]), Capture(req["outputChars"])
     try:
-        os.write(spare["go_w"], json.dumps({"req": req, "stdin": stdin_path or os.devnull}).encode())
+        return collect_spare(req, body, spare, stdin_path, leaf, oom_before, refused_before, timeout_s,
+                             start, outc, errc)
+    except BaseException:
+        outc.close()
+        errc.close()
+        raise
+
+
+def collect_spare(req, body, spare, stdin_path, leaf, oom_before, refused_before, timeout_s, start, outc, errc):
+    pid, out_r, err_r, workdir = spare["pid"], spare["out_r"], spare["err_r"], spare["workdir"]
+    try:
+        limits = {"memoryMb": req["memoryMb"], "timeoutMs": req["timeoutMs"], "stdin": stdin_path or os.devnull}
+        write_all(spare["go_w"], (json.dumps(limits) + "\n").encode())
+        body.write_code(spare["go_w"])
     except OSError:
         pass
     os.close(spare.pop("go_w"))
-    outc, errc = Capture(req["outputChars"]), Capture(req["outputChars"])
     status_holder = {}
 
     def exited():
@@ -1038,19 +1204,15 @@ def run_spare(req, spare, stdin_path, leaf, oom_before, refused_before, timeout_
     reap_strays()
     ru = status_holder.get("ru")
     cpu_ms = (ru.ru_utime + ru.ru_stime) * 1000.0 if ru else 0.0
-    stdout, t1 = outc.text()
-    stderr, t2 = errc.text()
     st = status_holder.get("st")
-    status, code, sig = classify(killed_for, st, oom_before, leaf, stderr)
-    if st is not None and os.WIFEXITED(st) and os.WEXITSTATUS(st) == 125 and "rstar-sandbox: child setup failed" in stderr:
+    status, code, sig = classify(killed_for, st, oom_before, leaf)
+    if st is not None and os.WIFEXITED(st) and os.WEXITSTATUS(st) == 125 and errc.head_has(b"rstar-sandbox: child setup failed"):
         status = "sandbox_error"
-    if refused:
-        stderr += task_limit_note()
     wipe(workdir)
     wipe_shared()
-    return {"status": status, "stdout": stdout, "stderr": stderr, "exitCode": code, "signal": sig,
-            "wallMs": round(wall_ms, 3), "cpuMs": round(cpu_ms, 3), "truncated": t1 or t2,
-            "sessionReset": False, "outputBytes": outc.total + errc.total}
+    return {"status": status, "exitCode": code, "signal": sig, "wallMs": round(wall_ms, 3),
+            "cpuMs": round(cpu_ms, 3), "stderrNotes": [task_limit_note()] if refused else [],
+            "sessionReset": False, "outputBytes": outc.total + errc.total, "_streams": (outc, errc)}
 
 
 # ---------------------------------------------------------------- sessions
@@ -1090,27 +1252,28 @@ def session_reap(s):
         os.write(s["ctl_w"], b'{"reap": true}\n')
     except OSError:
         return
-    buf = bytearray()
-    deadline = time.monotonic() + 1.0
-    while b"\n" not in buf and time.monotonic() < deadline:
-        r, _, _ = select.select([s["res_r"]], [], [], max(0.0, deadline - time.monotonic()))
-        if not r:
-            break
-        try:
-            chunk = os.read(s["res_r"], 4096)
-        except BlockingIOError:
-            continue
-        if not chunk:
-            break
-        buf.extend(chunk)
+    line = ResultLine()
+    try:
+        deadline = time.monotonic() + 1.0
+        while not line.complete() and time.monotonic() < deadline:
+            r, _, _ = select.select([s["res_r"]], [], [], max(0.0, deadline - time.monotonic()))
+            if not r:
+                break
+            try:
+                if not line.read_from(s["res_r"]):
+                    break
+            except BlockingIOError:
+                continue
+    finally:
+        line.close()
 
 
 def session_loop(ctl_r, res_w, workdir):
-    """The session interpreter: one cell per control line, result on its own pipe (never in stdout,
-    so no program output can forge the end marker)."""
+    """The session interpreter: one cell per control line (a JSON header, then `codeBytes` of program),
+    result `rc N` on its own pipe (never in stdout, so no program output can forge the end marker)."""
     ns = fresh_namespace()
     me = os.getpid()
-    ctl = os.fdopen(ctl_r, "r", buffering=1)
+    ctl = os.fdopen(ctl_r, "rb")
     while True:
         line = ctl.readline()
         if not line:
@@ -1118,15 +1281,16 @@ def session_loop(ctl_r, res_w, workdir):
         cell = json.loads(line)
         if cell.get("reap"):
             # The zygote killed what the last cell left running; only their parent can reap them.
-            os.write(res_w, (json.dumps({"reaped": reap_children(0.5)}) + "\n").encode())
+            os.write(res_w, f"reaped {reap_children(0.5)}\n".encode())
             continue
+        code = ctl.read(cell["codeBytes"]).decode("utf-8")
         setup_stdio(cell["stdinPath"])
         os.chdir(workdir)
-        rc = run_cell(cell["code"], ns)
+        rc = run_cell(code, ns)
         if os.getpid() != me:
             # A process the cell forked returned here (e.g. its code raised): it is not the session.
             os._exit(rc)
-        os.write(res_w, (json.dumps({"rc": rc}) + "\n").encode())
+        os.write(res_w, f"rc {rc}\n".encode())
 
 
 def end_session(sid, reset):
@@ -1228,27 +1392,25 @@ def start_session(sid, req):
     return s
 
 
-def exec_session(req):
+def exec_session(req, body):
     """Run one cell in the request's session (started on first use). Any failure of the zygote's own
     handling ends the session (reset), so nothing of it keeps running unwatched."""
     sid = req["session"]
+    outc, errc, res = Capture(req["outputChars"]), Capture(req["outputChars"]), ResultLine()
     try:
-        return run_cell_in_session(req, sid)
+        resp = run_cell_in_session(req, body, sid, outc, errc, res)
     except BaseException:
+        outc.close()
+        errc.close()
         end_session(sid, True)
         raise
+    finally:
+        res.close()
+    resp["_streams"] = (outc, errc)
+    return resp
 
 
-def cell_rc(res_buf):
-    """The interpreter's result line {"rc": int}, or None when the cell forged something else there."""
-    try:
-        rc = json.loads(bytes(res_buf).split(b"\n", 1)[0])["rc"]
-    except (ValueError, KeyError, TypeError):
-        return None
-    return rc if isinstance(rc, int) and not isinstance(rc, bool) and 0 <= rc <= 255 else None
-
-
-def run_cell_in_session(req, sid):
+def run_cell_in_session(req, body, sid, outc, errc, res):
     expire_sessions()
     reset = False
     s = SESSIONS.get(sid)
@@ -1256,32 +1418,21 @@ def run_cell_in_session(req, sid):
         reset = RESET_IDS.pop(sid, False) or bool(req.get("known"))
         s = start_session(sid, req)
     s["last"] = time.monotonic()
-    stdin_path = write_stdin(req.get("input") or "", s["uid"])
+    stdin_path = write_stdin(body, s["uid"])
     freeze(s, False)
     oom_before = oom_count(s["leaf"])
     refused_before = pids_refusals(s["leaf"])
     cpu_before = cpu_ms_of(s["pid"])
     start = time.monotonic()
-    outc, errc = Capture(req["outputChars"]), Capture(req["outputChars"])
     result = {}
     try:
-        os.write(s["ctl_w"], (json.dumps({"code": req["code"], "stdinPath": stdin_path}) + "\n").encode())
+        write_all(s["ctl_w"], (json.dumps({"codeBytes": body.code_len, "stdinPath": stdin_path}) + "\n").encode())
+        body.write_code(s["ctl_w"])
     except OSError:
         result["dead"] = True
-    res_buf = bytearray()
-
-    class ResCap:
-        total = 0
-
-        def feed(self, b):
-            res_buf.extend(b)
-
-    rescap = ResCap()
     fds = [s["out_r"], s["err_r"], s["res_r"]]
-    caps = [outc, errc, rescap]
-
-    def done():
-        return b"\n" in res_buf
+    caps = [outc, errc, res]
+    done = res.complete
 
     killed_for = None if result.get("dead") else pump(fds, caps, start + req["timeoutMs"] / 1000.0,
                                                        req["hardOutputBytes"], done, drain_s=0.0)
@@ -1298,7 +1449,7 @@ def run_cell_in_session(req, sid):
     if done() and not killed_for:
         # First stop the interpreter (all its threads): from here nothing of it can fork or write.
         freeze(s, True)
-        rc = cell_rc(res_buf)
+        rc = res.rc()
     if rc is not None:
         # The cell is over; children it left behind are not part of the session's state. They die
         # with new tasks blocked, so none can fork a replacement.
@@ -1312,17 +1463,11 @@ def run_cell_in_session(req, sid):
             freeze(s, True)
             leaf_prepare(s["leaf"], req["memoryMb"])
         reap_all()
-        stdout, t1 = outc.text()
-        stderr, t2 = errc.text()
-        status = "ok" if rc == 0 else "runtime_error"
-        if rc != 0 and stderr.rstrip().rsplit("\n", 1)[-1].startswith("MemoryError"):
-            status = "memory_limit"
-        if refused:
-            stderr += task_limit_note()
         wipe_shared()
-        return {"status": status, "stdout": stdout, "stderr": stderr, "exitCode": rc, "signal": None,
-                "wallMs": round(wall_ms, 3), "cpuMs": round(cpu_ms, 3), "truncated": t1 or t2,
-                "sessionReset": reset, "outputBytes": outc.total + errc.total}
+        return {"status": "ok" if rc == 0 else "runtime_error", "exitCode": rc, "signal": None,
+                "wallMs": round(wall_ms, 3), "cpuMs": round(cpu_ms, 3),
+                "stderrNotes": [task_limit_note()] if refused else [], "sessionReset": reset,
+                "outputBytes": outc.total + errc.total}
     # Timeout, flood or a crashed interpreter: the state is gone; say so.
     st = None
     if not killed_for:
@@ -1333,25 +1478,24 @@ def run_cell_in_session(req, sid):
             pass
     pid = s["pid"]
     end_session(sid, True)
-    stdout, t1 = outc.text()
-    stderr, t2 = errc.text()
+    notes = []
     forged = done() and not killed_for
     if forged:
-        stderr += ("rstar-sandbox: the cell wrote something other than its result on the session's result "
-                   "pipe; the session was reset\n")
-    status, code, sig = classify(killed_for, st, oom_before, s["leaf"], stderr)
+        notes.append("rstar-sandbox: the cell wrote something other than its result on the session's result "
+                     "pipe; the session was reset\n")
+    status, code, sig = classify(killed_for, st, oom_before, s["leaf"])
     if forged or (st is None and not killed_for and status == "ok"):
         status, code, sig = "killed", None, "SIGKILL"  # the sandbox ended it
     if refused:
-        stderr += task_limit_note()
+        notes.append(task_limit_note())
     wipe_shared()
-    return {"status": status, "stdout": stdout, "stderr": stderr, "exitCode": code, "signal": sig,
-            "wallMs": round(wall_ms, 3), "cpuMs": round(cpu_ms, 3), "truncated": t1 or t2,
-            "sessionReset": True, "outputBytes": outc.total + errc.total, "pid": pid}
+    return {"status": status, "exitCode": code, "signal": sig, "wallMs": round(wall_ms, 3),
+            "cpuMs": round(cpu_ms, 3), "stderrNotes": notes, "sessionReset": True,
+            "outputBytes": outc.total + errc.total, "pid": pid}
 
 
 # ---------------------------------------------------------------- main loop
-def handle(req):
+def handle(req, body):
     op = req.get("op", "exec")
     if op == "ping":
         return {"pong": True, "sessions": len(SESSIONS)}
@@ -1359,25 +1503,33 @@ def handle(req):
         end_session(req["session"], False)
         return {"ended": True, "sessions": len(SESSIONS)}
     if req.get("session"):
-        return exec_session(req)
-    return exec_stateless(req)
+        return exec_session(req, body)
+    return exec_stateless(req, body)
 
 
 PRIVATE_NAMESPACES = probe_namespaces()
 
 
-def answer(line):
-    """Handle one request line and send its response. A function of its own: its frame (the request,
-    the response) is gone before `main` forks the next spare child, which a program could otherwise
-    walk up to with `sys._getframe().f_back`."""
+def answer(req, body):
+    """Handle one request and send its response; unmap the call's bytes. A function of its own: its
+    frame (the request, the response) is gone before `main` forks the next spare child, which a program
+    could otherwise walk up to with `sys._getframe().f_back`."""
+    streams = ()
     try:
-        resp = handle(json.loads(line))
-    except Exception as e:  # a broken request must not kill the zygote
-        resp = {"status": "sandbox_error", "stdout": "", "stderr": f"rstar-sandbox: {e!r}",
-                "exitCode": None, "signal": None, "wallMs": 0, "cpuMs": 0, "truncated": False,
-                "sessionReset": False}
-    resp["sessions"] = len(SESSIONS)
-    send(resp)
+        try:
+            resp = handle(req, body)
+            streams = resp.pop("_streams", ())
+        except Exception as e:  # a broken request must not kill the zygote
+            resp = {"status": "sandbox_error", "stdout": "", "stderr": f"rstar-sandbox: {e!r}",
+                    "exitCode": None, "signal": None, "wallMs": 0, "cpuMs": 0, "truncated": False,
+                    "sessionReset": False}
+        resp["sessions"] = len(SESSIONS)
+        send(resp, streams)
+    finally:
+        for c in streams:
+            c.close()
+        if body is not NO_CALL_BYTES:
+            body.close()
 
 
 def main():
@@ -1387,18 +1539,18 @@ def main():
           "intMaxStrDigits": sys.get_int_max_str_digits(), "immortalized": IMMORTALIZED, "hugeRanges": HUGE_RANGES,
           "wipeKeep": WIPE_KEEP, "privateNamespaces": PRIVATE_NAMESPACES})
     while True:
-        r, _, _ = select.select([PROTO_IN], [], [], 1.0)
+        r, _, _ = select.select([PROTO_IN_FD], [], [], 1.0)
         if not r:
             expire_sessions()
             reap_all()
             continue
-        line = PROTO_IN.readline()
-        if not line:
+        request = read_request()
+        if request is None:
             for sid in list(SESSIONS):
                 end_session(sid, False)
             return
-        answer(line)
-        line = None  # the spare forked below must not find this request in main's frame
+        answer(*request)
+        request = None  # the spare forked below must not find this request in main's frame
         if WIPE_FAILED:
             # Something a call left could not be removed, so the next call could see it: this zygote
             # and its private tmpfs end here, and the pool starts a fresh one.

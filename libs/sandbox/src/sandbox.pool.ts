@@ -7,6 +7,7 @@ import { DEFAULT_LIMITS, DEFAULT_MAXIMA, resolveRequest, type ResolvedRequest } 
 import { inspectPython, resolvePython, ZYGOTE_PATH } from './python.resolver';
 import { INVALID_REQUEST_PREFIX, InvalidRequestError, IsolationUnavailableError, PoolNotRunningError } from './sandbox.errors';
 import type { ExecLimits, ExecRequest, ExecResult, ExecStatus, SandboxHealth, SandboxPoolOptions } from './sandbox.types';
+import { execResultOf } from './zygote.response';
 import { WorkerBackstopError, ZygoteWorker } from './zygote.worker';
 
 let poolSeq = 0;
@@ -303,8 +304,6 @@ export class SandboxPool {
     }
     const msg = {
       op: 'exec',
-      code: r.code,
-      input: r.input,
       timeoutMs: r.timeoutMs,
       memoryMb: r.memoryMb,
       outputChars: r.outputChars,
@@ -314,18 +313,9 @@ export class SandboxPool {
     };
     let result: ExecResult;
     try {
-      const resp = await w.request(msg, r.timeoutMs + 10_000);
-      result = {
-        status: resp.status as ExecStatus,
-        stdout: String(resp.stdout ?? ''),
-        stderr: String(resp.stderr ?? ''),
-        exitCode: (resp.exitCode as number | null) ?? null,
-        signal: (resp.signal as string | null) ?? null,
-        wallMs: Number(resp.wallMs ?? 0),
-        cpuMs: Number(resp.cpuMs ?? 0),
-        truncated: Boolean(resp.truncated),
-      };
-      if (r.session) result.sessionReset = Boolean(resp.sessionReset);
+      const frame = await w.request(msg, r.timeoutMs + 10_000, r.code, r.input ?? '');
+      result = execResultOf(frame, r.outputChars);
+      if (r.session) result.sessionReset = Boolean(frame.msg.sessionReset);
     } catch (e) {
       const backstop = e instanceof WorkerBackstopError;
       void this.replace(i);

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { CgroupManager, type CgroupLeaf, type WorkerCgroups } from './cgroup.manager';
 import { WorkerStartError } from './sandbox.errors';
+import { encodeRequest, FrameReader, type ZygoteFrame } from './zygote.frames';
 
 /** How to start one zygote. */
 export interface ZygoteSpec {
@@ -34,11 +34,11 @@ export class WorkerDiedError extends Error {
 /**
  * One zygote process (libs/sandbox/python/zygote.py), optionally inside bubblewrap, placed in its
  * cgroup leaf before it starts (a shell writes its own pid to `cgroup.procs`, then `exec`s, so nothing
- * it forks escapes the leaf). One request at a time over JSON lines.
+ * it forks escapes the leaf). One request at a time, framed by zygote.frames.ts.
  */
 export class ZygoteWorker {
   private proc: ChildProcess | null = null;
-  private pending: { resolve: (v: Record<string, unknown>) => void; reject: (e: Error) => void; timer: NodeJS.Timeout } | null =
+  private pending: { resolve: (v: ZygoteFrame) => void; reject: (e: Error) => void; timer: NodeJS.Timeout } | null =
     null;
   private stderrTail = '';
   private exited = false;
@@ -100,27 +100,29 @@ export class ZygoteWorker {
     proc.stderr!.on('data', (d: Buffer) => {
       this.stderrTail = (this.stderrTail + d.toString('utf8')).slice(-4000);
     });
-    const lines = createInterface({ input: proc.stdout! });
     let ready: ((v: Record<string, unknown>) => void) | null = null;
     let failed: ((e: Error) => void) | null = null;
-    lines.on('line', (line) => {
-      let msg: Record<string, unknown>;
-      try {
-        msg = JSON.parse(line) as Record<string, unknown>;
-      } catch {
-        return;
-      }
+    const frames = new FrameReader((frame) => {
       if (ready) {
         const r = ready;
         ready = null;
-        r(msg);
+        r(frame.msg);
         return;
       }
       const p = this.pending;
       if (p) {
         this.pending = null;
         clearTimeout(p.timer);
-        p.resolve(msg);
+        p.resolve(frame);
+      }
+    });
+    proc.stdout!.on('data', (d: Buffer) => {
+      try {
+        frames.push(d);
+      } catch (e) {
+        // A malformed frame: the stream cannot be trusted past it. Replace the zygote.
+        this.stderrTail += `\nrstar-sandbox: ${(e as Error).message}`;
+        this.kill();
       }
     });
     proc.on('exit', (code, signal) => {
@@ -148,11 +150,12 @@ export class ZygoteWorker {
   }
 
   /**
-   * Send one request; resolves with the zygote's response. `backstopMs` bounds the wait: past it the
-   * whole worker is killed (the zygote enforces the per-call limit itself; this catches a stuck zygote).
+   * Send one request (`code` and `input` travel as raw bytes after its header); resolves with the
+   * zygote's response line and stream bytes. `backstopMs` bounds the wait: past it the whole worker is
+   * killed (the zygote enforces the per-call limit itself; this catches a stuck zygote).
    * @throws WorkerBackstopError | WorkerDiedError
    */
-  request(req: Record<string, unknown>, backstopMs: number): Promise<Record<string, unknown>> {
+  request(req: Record<string, unknown>, backstopMs: number, code?: string, input?: string): Promise<ZygoteFrame> {
     if (!this.alive) return Promise.reject(new WorkerDiedError(`zygote ${this.spec.index} is not running`));
     if (this.pending) return Promise.reject(new Error(`zygote ${this.spec.index} is busy (pool bug)`));
     return new Promise((resolve, reject) => {
@@ -162,7 +165,7 @@ export class ZygoteWorker {
         reject(new WorkerBackstopError(`zygote ${this.spec.index} did not answer within ${backstopMs} ms; restarted`));
       }, backstopMs);
       this.pending = { resolve, reject, timer };
-      this.proc!.stdin!.write(JSON.stringify(req) + '\n');
+      this.proc!.stdin!.write(encodeRequest(req, code, input));
     });
   }
 

@@ -250,6 +250,21 @@ describe('hostile cases', () => {
     expect(full.stdout.length).toBeGreaterThan(400_000);
   });
 
+  it('output cap: exactly the first and last chars, however often the kept tail wrapped, on both streams, in a session too', async () => {
+    // ~590 kB per stream: the zygote's tail ring (64 KiB) wraps ~9 times; pipe reads split lines anywhere.
+    const full = Array.from({ length: 100_000 }, (_, i) => `${i}\n`).join('');
+    const code = 'import sys\nfor i in range(100000):\n    print(i)\n    print(i, file=sys.stderr)';
+    for (const [cap, session] of [[1000, undefined], [97, undefined], [1000, 'cap-session']] as const) {
+      const r = await run(code, { outputChars: cap, session });
+      const marker = `\n...[output truncated: ${full.length} bytes in total]...\n`;
+      const keep = cap - marker.length;
+      const t = Math.floor(keep / 2);
+      const expected = full.slice(0, keep - t) + marker + full.slice(full.length - t);
+      expect(r, `cap ${cap} ${session ?? 'stateless'}`).toMatchObject({ status: 'ok', truncated: true, stdout: expected, stderr: expected });
+    }
+    await pool.endSession('cap-session');
+  });
+
   it('H20 unicode: exact UTF-8 text, utf-8 streams', async () => {
     const r = await run(CASES.H20!.code);
     expect(r).toMatchObject({ status: 'ok', stdout: 'x² + y² = 25, π ≈ 3.14159, 解 = {3, 4} ✓\nutf-8 utf-8\n' });

@@ -34,6 +34,44 @@ describe('isolation between calls of one zygote', () => {
     expect(r.stdout).not.toMatch(/SECRET-(IN|OUT)/);
   });
 
+  it("a call finds no earlier call's program, stdin or output anywhere in its memory, nor does a new session", async () => {
+    // Every child is forked from the zygote, so anything of a call left in the zygote's freed heap would
+    // be readable here. The markers are built at run time: the scanner's own code must not contain them.
+    const mark = (n: number) => `LEAK${String(n).padStart(2, '0')}Z${'abcdefghij'[n % 10]!.repeat(3)}`;
+    const big = 'x'.repeat(200_000);
+    const calls = [
+      { code: `s = "${mark(1)}"\nprint(len(s))`, input: mark(2) },
+      { code: `import sys\nprint("${mark(3)}")\nprint("${mark(4)}", file=sys.stderr)\nprint(input())`, input: mark(5) },
+      // Longer than the output cap: the kept head and tail both carry a marker.
+      { code: `print("${mark(6)}" + "y" * 100000 + "${mark(7)}")` },
+      // A program and input larger than a pipe's buffer.
+      { code: `# ${big}\nx = "${mark(8)}"\nprint(len(input()))`, input: `${big}${mark(9)}` },
+      { code: `import sys\nprint("${mark(10)}")\nsys.exit(3)`, session: 'leak-a', input: mark(11) },
+      { code: `print("${mark(12)}")`, session: 'leak-a' },
+    ];
+    for (const c of calls) expect((await pool.execute(c)).status, c.code.slice(0, 40)).toMatch(/^(ok|runtime_error)$/);
+    const scan = [
+      'import ctypes, re',
+      'found = set()',
+      'for line in open("/proc/self/maps"):',
+      '    f = line.split()',
+      '    name = f[5] if len(f) > 5 else ""',
+      // Mapped files hold no call's bytes; [vvar*], [vdso], [vsyscall] fault when read.
+      '    if not f[1].startswith("r") or name.startswith(("/", "[v")):',
+      '        continue',
+      '    a, b = (int(x, 16) for x in f[0].split("-"))',
+      '    data = ctypes.string_at(a, b - a)',
+      '    found.update(m.decode() for m in re.findall(rb"LEAK[0-9]{2}Z[a-j]{3}", data))',
+      'print(sorted(found))',
+    ].join('\n');
+    for (const session of [undefined, 'leak-b']) {
+      const r = await pool.execute({ code: scan, session, timeoutMs: 30_000 });
+      expect(r, session ?? 'stateless').toMatchObject({ status: 'ok', stdout: '[]\n' });
+    }
+    await pool.endSession('leak-a');
+    await pool.endSession('leak-b');
+  }, 120_000);
+
   it('a directory nested deeper than the recursion limit is wiped, in /tmp and in the work dir', async () => {
     const deep = (where: string) =>
       `import os\nos.chdir(${JSON.stringify(where)})\nfor i in range(3000):\n    os.mkdir("d")\n    os.chdir("d")\nopen("leaf.txt", "w").write("x")\nprint("deep")`;

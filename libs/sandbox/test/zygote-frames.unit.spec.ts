@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest';
+import { endsInMemoryError, responseTexts, streamText } from '../src/output.text';
+import { encodeRequest, FrameReader, type ZygoteFrame } from '../src/zygote.frames';
+import { execResultOf } from '../src/zygote.response';
+
+describe('zygote framing', () => {
+  it('a request is its header length in 8 hex digits, the header with the payload lengths, then code and input bytes', () => {
+    const b = encodeRequest({ op: 'exec', timeoutMs: 5 }, 'print("é")', 'ab😀');
+    const n = parseInt(b.subarray(0, 8).toString('latin1'), 16);
+    const header = JSON.parse(b.subarray(8, 8 + n).toString('utf8'));
+    expect(header).toEqual({ op: 'exec', timeoutMs: 5, payload: [11, 6] });
+    expect(b.subarray(8 + n).toString('utf8')).toBe('print("é")ab😀');
+    expect(encodeRequest({ op: 'ping' }).toString()).toBe(`${'{"op":"ping"}'.length.toString(16).padStart(8, '0')}{"op":"ping"}`);
+  });
+
+  it('splits responses into line + stream bytes however the chunks fall, skipping stray non-JSON lines', () => {
+    const body = Buffer.from('out\n\xfftailerr', 'latin1');
+    const stream = Buffer.concat([
+      Buffer.from('{"ready":true}\nnot json\n'),
+      Buffer.from(`{"status":"ok","streams":[[4,5,9],[3,0,3]]}\n`),
+      body,
+      Buffer.from('{"pong":true}\n'),
+    ]);
+    for (const size of [1, 2, 7, stream.length]) {
+      const frames: ZygoteFrame[] = [];
+      const r = new FrameReader((f) => frames.push(f));
+      for (let i = 0; i < stream.length; i += size) r.push(stream.subarray(i, i + size));
+      expect(frames.map((f) => f.msg)).toEqual([{ ready: true }, { status: 'ok', streams: [[4, 5, 9], [3, 0, 3]] }, { pong: true }]);
+      expect(frames[1]!.payload.equals(body)).toBe(true);
+      expect(frames[2]!.payload.length).toBe(0);
+    }
+  });
+
+  it('refuses a malformed stream entry (the worker is then replaced)', () => {
+    const r = new FrameReader(() => undefined);
+    expect(() => r.push(Buffer.from('{"streams":[[1,2]]}\n'))).toThrow(/malformed stream entry/);
+  });
+});
+
+describe('output text from stream bytes', () => {
+  it('keeps text within the cap whole, counting code points, not UTF-16 units or bytes', () => {
+    expect(streamText(Buffer.from('😀😀😀'), Buffer.alloc(0), 12, 3)).toEqual({ text: '😀😀😀', truncated: false });
+  });
+
+  it('cuts longer text to head + marker + tail within the cap (the marker names the total bytes)', () => {
+    const full = Buffer.from(`${'a'.repeat(60)}${'z'.repeat(60)}`);
+    const { text, truncated } = streamText(full, Buffer.alloc(0), 120, 70);
+    const marker = '\n...[output truncated: 120 bytes in total]...\n';
+    expect(truncated).toBe(true);
+    expect(marker.length).toBe(46);
+    expect(text).toBe(`${'a'.repeat(12)}${marker}${'z'.repeat(12)}`);
+    expect(Array.from(text).length).toBe(70);
+    // Head and tail kept apart by the zygote (a flood): each decoded on its own.
+    const cut = streamText(Buffer.from('head-bytes'), Buffer.from('tail-bytes'), 10_000, 60);
+    expect(cut).toEqual({ text: 'head-b\n...[output truncated: 10000 bytes in total]...\n-bytes', truncated: true });
+  });
+
+  it('decodes invalid UTF-8 as Python\'s "replace" does (one U+FFFD per maximal invalid subpart)', () => {
+    expect(streamText(Buffer.from('eda08078', 'hex'), Buffer.alloc(0), 4, 100).text).toBe('\ufffd\ufffd\ufffdx');
+    expect(streamText(Buffer.from('61e282', 'hex'), Buffer.alloc(0), 3, 100).text).toBe('a\ufffd');
+  });
+
+  it('reads both streams from one payload and says when the lengths lie', () => {
+    const p = Buffer.from('OUTERR');
+    expect(responseTexts([[3, 0, 3], [3, 0, 3]], p, 100)).toEqual({ stdout: 'OUT', stderr: 'ERR', truncated: false });
+    expect(() => responseTexts([[3, 0, 3], [4, 0, 4]], p, 100)).toThrow(/announces 7 stream bytes, sent 6/);
+  });
+
+  it('a runtime error whose stderr ends in MemoryError is memory_limit; notes follow the text', () => {
+    expect(endsInMemoryError('Traceback...\nMemoryError\n\n')).toBe(true);
+    expect(endsInMemoryError('MemoryError: x\nValueError')).toBe(false);
+    const err = Buffer.from('Traceback (most recent call last):\nMemoryError\n');
+    const frame = (status: string, exitCode: number | null, signal: string | null) => ({
+      msg: { status, exitCode, signal, wallMs: 3, cpuMs: 2, streams: [[0, 0, 0], [err.length, 0, err.length]], stderrNotes: ['note\n'] },
+      payload: err,
+    });
+    expect(execResultOf(frame('runtime_error', 1, null), 1000)).toMatchObject({ status: 'memory_limit', stderr: `${err}note\n`, wallMs: 3 });
+    expect(execResultOf(frame('runtime_error', null, 'SIGSEGV'), 1000).status).toBe('runtime_error');
+    expect(execResultOf({ msg: { status: 'sandbox_error', stdout: '', stderr: 'rstar-sandbox: x', exitCode: null, signal: null }, payload: Buffer.alloc(0) }, 10))
+      .toMatchObject({ status: 'sandbox_error', stderr: 'rstar-sandbox: x' });
+  });
+});
