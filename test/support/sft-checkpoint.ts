@@ -4,6 +4,9 @@ import { join, resolve } from 'node:path';
 import { runSft, type SftOptions } from '@rstar/policy';
 
 const CACHE = resolve(__dirname, '../../.rstar/cache');
+/** Bumped when runSft's traces change, so no cache keeps a checkpoint trained on the old ones (t2: the
+ * traces show execution time 0.00s, which makes a seed's checkpoint the same on every machine). */
+const TRACE_FORMAT = 't2';
 
 /** Milliseconds a caller's `beforeAll` must allow: training the checkpoint takes ~4 min on a busy 2-core machine. */
 export const SFT_CHECKPOINT_TIMEOUT_MS = 900_000;
@@ -26,7 +29,7 @@ function ownerAlive(lock: string): boolean {
 /**
  * A tiny SFT checkpoint for tests that need a policy which already writes tool calls. Checkpoints are
  * produced by a command, never committed: the first caller trains one with `runSft` (the `tiny` preset's
- * 400 steps, seeded, so every machine gets the same data order and init) and later callers reuse it from
+ * 400 steps, seeded: every machine gets the same checkpoint) and later callers reuse it from
  * `.rstar/cache/`. A mkdir lock holding the owner's pid lets parallel test workers wait for the one that
  * trains, and take over when that worker died (a test file's process ends with its file). Call it from a
  * `beforeAll` with at least {@link SFT_CHECKPOINT_TIMEOUT_MS}. Extra `settings` (model, batch, lr, the
@@ -45,7 +48,7 @@ export async function ensureSftCheckpoint(opts: { steps?: number; seed?: number 
   // stale checkpoint; without any, the key stays the one earlier callers used.
   const given = Object.entries(settings).filter(([, v]) => v !== undefined);
   const extra = given.length === 0 ? '' : `-${createHash('sha256').update(JSON.stringify(given.sort(([a], [b]) => a.localeCompare(b)))).digest('hex').slice(0, 12)}`;
-  const dir = join(CACHE, `sft-tiny-seed${seed}-steps${steps}${extra}`);
+  const dir = join(CACHE, `sft-tiny-${TRACE_FORMAT}-seed${seed}-steps${steps}${extra}`);
   if (existsSync(join(dir, 'model.json'))) return dir;
   mkdirSync(CACHE, { recursive: true });
   const lock = `${dir}.lock`;

@@ -116,11 +116,15 @@ async function sftWithExecutor(opts: SftOptions, presetName: SftPreset, seed: nu
   const train = generateTasks({ seed: deriveSeed(seed, 1), n: opts.trainSize ?? preset.trainSize, kinds: opts.kinds });
   const heldOut = generateTasks({ seed: deriveSeed(seed, 2), n: opts.heldOutSize ?? preset.heldOutSize, kinds: opts.kinds });
   const failing = planToolErrors(train, toolErrorRate, deriveSeed(seed, 4), opts.toolErrorKinds);
+  // The traces show every call's execution time as 0.00s, which these programs take on an idle machine
+  // (well under 5 ms): a measured time, stretched by whatever else the machine runs, would make the
+  // checkpoint of one seed differ between machines and runs.
+  const run = async (code: string) => ({ ...(await execute({ code })), wallMs: 0 });
   const traces: SftTrace[] = await mapLimit(train, 4, async (t, i) => {
     const bug = failing[i];
-    if (bug && !recovers(bug.kind)) return buildNoisyCorrectTrace(t, { code: bug.code, result: await execute({ code: bug.code }) }, model.tokenizer);
-    const failed = bug ? { code: bug.code, result: await execute({ code: bug.code }) } : undefined;
-    return buildSftTrace(t, await execute({ code: t.code }), model.tokenizer, failed);
+    if (bug && !recovers(bug.kind)) return buildNoisyCorrectTrace(t, { code: bug.code, result: await run(bug.code) }, model.tokenizer);
+    const failed = bug ? { code: bug.code, result: await run(bug.code) } : undefined;
+    return buildSftTrace(t, await run(t.code), model.tokenizer, failed);
   }, (done) => onProgress({ phase: 'traces', done, total: train.length }));
   const tooLong = traces.find((t) => t.tokenIds.length > model.config.context);
   if (tooLong) throw new PolicyInputError(`a trace has ${tooLong.tokenIds.length} tokens, more than model.context ${model.config.context} (raise model.context)`, 'model.context');

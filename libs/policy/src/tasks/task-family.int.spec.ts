@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxPool } from '@rstar/sandbox';
 import { parseTurn } from '@rstar/agent';
-import { sandboxExecutor } from '../code.executor';
+import { sandboxExecutor, type CodeExecutor } from '../code.executor';
 import { PolicyModel } from '../policy.model';
 import { runSft } from '../sft.runner';
 import { Tokenizer } from '../tokenizer';
@@ -127,6 +127,23 @@ describe('task family, SFT traces and runSft (real Python sandbox)', () => {
     expect(r.model.tokenizer.spec).toEqual(toolErrorTokenizerSpec());
     expect(r.model.meta).toMatchObject({ toolErrorRate: 0.5 });
     r.model.dispose();
+  });
+
+  it('runSft of one seed gives the same checkpoint however long the calls took (a loaded machine shows longer times)', async () => {
+    const slowedBy = (extraMs: () => number): CodeExecutor => {
+      const execute = sandboxExecutor(pool);
+      return async (req) => {
+        const r = await execute(req);
+        return { ...r, wallMs: r.wallMs + extraMs() };
+      };
+    };
+    const hashes: string[] = [];
+    for (const [i, extra] of [() => 0, () => Math.random() * 900].entries()) {
+      const r = await runSft({ preset: 'smoke', steps: 4, trainSize: 32, seed: 5, outDir: join(tmp, `ck-det-${i}`), execute: slowedBy(extra) });
+      hashes.push(r.checkpoint.hash);
+      r.model.dispose();
+    }
+    expect(hashes[1]).toBe(hashes[0]);
   });
 
   it('runSft (smoke preset) trains, writes a loadable checkpoint and reports held-out scores', async () => {
