@@ -4,9 +4,9 @@ import { join, resolve } from 'node:path';
 import { runSft, type SftOptions } from '@rstar/policy';
 
 const CACHE = resolve(__dirname, '../../.rstar/cache');
-/** Bumped when runSft's traces change, so no cache keeps a checkpoint trained on the old ones (t2: the
- * traces show execution time 0.00s, which makes a seed's checkpoint the same on every machine). */
-const TRACE_FORMAT = 't2';
+/** Bumped when runSft's traces change, so no cache keeps a checkpoint trained on the old ones (t3: the
+ * traces show a seeded execution time, which makes a seed's checkpoint the same on every machine). */
+const TRACE_FORMAT = 't3';
 
 /** Milliseconds a caller's `beforeAll` must allow: training the checkpoint takes ~4 min on a busy 2-core machine. */
 export const SFT_CHECKPOINT_TIMEOUT_MS = 900_000;

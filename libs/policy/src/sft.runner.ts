@@ -105,6 +105,11 @@ export async function runSft(opts: SftOptions = {}, onProgress: (p: SftProgress)
   }
 }
 
+/** The execution time (ms) an SFT trace shows for uniform draw `u`: 0.00s, 0.01s or 0.02s once formatted. */
+function shownWallMs(u: number): number {
+  return u < 0.6 ? 1 : u < 0.95 ? 10 : 20;
+}
+
 async function sftWithExecutor(opts: SftOptions, presetName: SftPreset, seed: number, execute: CodeExecutor, onProgress: (p: SftProgress) => void): Promise<SftResult> {
   const preset = SFT_PRESETS[presetName];
   const steps = opts.steps ?? preset.steps;
@@ -116,15 +121,19 @@ async function sftWithExecutor(opts: SftOptions, presetName: SftPreset, seed: nu
   const train = generateTasks({ seed: deriveSeed(seed, 1), n: opts.trainSize ?? preset.trainSize, kinds: opts.kinds });
   const heldOut = generateTasks({ seed: deriveSeed(seed, 2), n: opts.heldOutSize ?? preset.heldOutSize, kinds: opts.kinds });
   const failing = planToolErrors(train, toolErrorRate, deriveSeed(seed, 4), opts.toolErrorKinds);
-  // The traces show every call's execution time as 0.00s, which these programs take on an idle machine
-  // (well under 5 ms): a measured time, stretched by whatever else the machine runs, would make the
-  // checkpoint of one seed differ between machines and runs.
-  const run = async (code: string) => ({ ...(await execute({ code })), wallMs: 0 });
+  // A trace shows a seeded execution time, not the measured one: that one, stretched by whatever else
+  // the machine runs, made the checkpoint of one seed differ between machines and runs. The draw is the
+  // spread these programs show (0.00s idle; under load on 2 cores ~60% 0.00s, ~35% 0.01s, a few 0.02s),
+  // so the policy meets every value it will see later and learns that none of them matters.
+  const shown = new Rng(deriveSeed(seed, 5));
+  const shownMs = train.map(() => [shownWallMs(shown.next()), shownWallMs(shown.next())] as const);
+  const run = async (code: string, ms: number) => ({ ...(await execute({ code })), wallMs: ms });
   const traces: SftTrace[] = await mapLimit(train, 4, async (t, i) => {
     const bug = failing[i];
-    if (bug && !recovers(bug.kind)) return buildNoisyCorrectTrace(t, { code: bug.code, result: await run(bug.code) }, model.tokenizer);
-    const failed = bug ? { code: bug.code, result: await run(bug.code) } : undefined;
-    return buildSftTrace(t, await run(t.code), model.tokenizer, failed);
+    const [msBug, ms] = shownMs[i]!;
+    if (bug && !recovers(bug.kind)) return buildNoisyCorrectTrace(t, { code: bug.code, result: await run(bug.code, msBug) }, model.tokenizer);
+    const failed = bug ? { code: bug.code, result: await run(bug.code, msBug) } : undefined;
+    return buildSftTrace(t, await run(t.code, ms), model.tokenizer, failed);
   }, (done) => onProgress({ phase: 'traces', done, total: train.length }));
   const tooLong = traces.find((t) => t.tokenIds.length > model.config.context);
   if (tooLong) throw new PolicyInputError(`a trace has ${tooLong.tokenIds.length} tokens, more than model.context ${model.config.context} (raise model.context)`, 'model.context');
