@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { join } from 'node:path';
 import { writeRunReport, fmtPct } from '../report/run.report';
+import { pairedGain } from '../train/pass-at-1.evaluator';
 import { ProgressPrinter } from '../train/progress.printer';
 import { loadRunConfig } from '../train/run-config.loader';
 import { RunRefusedError, runTraining } from '../train/training.run';
@@ -41,9 +42,12 @@ export function register(program: Command): void {
         printer.end();
         const files = writeRunReport(join(r.outDir, 'report'), r);
         const s = r.seconds;
+        const gain = r.passAt1Before && r.passAt1After && r.passAt1Before.prompts > 1 ? pairedGain(r.passAt1Before, r.passAt1After) : null;
         process.stdout.write(
           `run ${r.runId} done in ${s.total.toFixed(0)} s (sft ${s.sft.toFixed(0)} s, rl ${s.rl.toFixed(0)} s): ` +
-            `held-out pass@1 ${fmtPct(r.passAt1Before?.passAt1)} -> ${fmtPct(r.passAt1After?.passAt1)}\nreport: ${files.join(', ')}\n`,
+            `held-out pass@1 ${fmtPct(r.passAt1Before?.passAt1)} -> ${fmtPct(r.passAt1After?.passAt1)}` +
+            `${gain ? ` (${gain.gain >= 0 ? '+' : ''}${(gain.gain * 100).toFixed(1)} ± ${(gain.se * 100).toFixed(1)} points, paired SE)` : ''}` +
+            `\nreport: ${files.join(', ')}\n`,
         );
       } catch (e) {
         printer.end();

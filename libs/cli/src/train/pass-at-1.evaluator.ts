@@ -33,6 +33,8 @@ export interface PassAt1Report {
   toolErrorRatio: number;
   /** Mean response tokens (model + tool) per rollout. */
   meanResponseTokens: number;
+  /** Correct samples of each prompt, in prompt order (for paired comparisons: {@link pairedGain}). */
+  correctPerPrompt: number[];
   /** A few transcripts for inspection. */
   examples: { promptId: string; gold: string; extracted: string | null; correct: boolean; text: string }[];
 }
@@ -84,6 +86,25 @@ export async function evaluatePassAt1(
     toolUse: rows.filter((x) => x.r.toolCalls > 0).length / Math.max(1, rows.length),
     toolErrorRatio: calls ? errors / calls : 0,
     meanResponseTokens: rows.reduce((a, x) => a + x.r.responseTokenIds.length, 0) / Math.max(1, rows.length),
+    correctPerPrompt: prompts.map((_, i) => rows.slice(i * opts.samples, (i + 1) * opts.samples).filter((x) => x.correct).length),
     examples: rows.slice(0, 4).map((x) => ({ promptId: x.p.promptId, gold: x.p.gold, extracted: x.extracted, correct: x.correct, text: x.r.responseText })),
   };
+}
+
+/**
+ * pass@1 gain of `after` over `before` on the same prompts and samples, with its paired standard error:
+ * the standard deviation of the per-prompt differences of mean correctness over sqrt(prompts). Pairing
+ * removes the prompts' own difficulty from the error (both sides share the prompts and, with the same
+ * seed, the sampling seeds).
+ * @throws RangeError when the two reports cover different prompts or sample counts
+ */
+export function pairedGain(before: PassAt1Report, after: PassAt1Report): { gain: number; se: number } {
+  const n = before.correctPerPrompt.length;
+  if (n !== after.correctPerPrompt.length || before.samples !== after.samples || n < 2) {
+    throw new RangeError(`pairedGain needs reports of the same >= 2 prompts and samples (got ${n} x ${before.samples} and ${after.correctPerPrompt.length} x ${after.samples})`);
+  }
+  const d = before.correctPerPrompt.map((b, i) => (after.correctPerPrompt[i]! - b) / before.samples);
+  const mean = d.reduce((a, x) => a + x, 0) / n;
+  const variance = d.reduce((a, x) => a + (x - mean) ** 2, 0) / (n - 1);
+  return { gain: mean, se: Math.sqrt(variance / n) };
 }
