@@ -253,7 +253,10 @@ export async function startBuiltinEngine(opts: BuiltinEngineOptions): Promise<Bu
     'POST /reset_prefix_cache': async (_q, res) => send(res, 200, ''),
   };
 
-  const server = createServer((req, res) => {
+  // No request or headers timeout: an engine's clients (policy-serving, pass@1 evaluation) keep
+  // thousands of requests in flight on one busy event loop, and Node's defaults (60 s headers, 300 s
+  // request) once answered 408 to a request in the middle of a long evaluation. SGLang's server sets none.
+  const server = createServer({ requestTimeout: 0, headersTimeout: 0 }, (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     const handler = routes[`${req.method} ${path}`];
     if (!handler) {

@@ -19,7 +19,7 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 
 /**
  * JSON over HTTP to one engine, with retries and backoff on what may pass (network errors, timeouts,
- * 5xx, 429). A 4xx other than 429 is the caller's fault and is not retried.
+ * 5xx, 429, 408). Another 4xx is the caller's fault and is not retried.
  * @throws EngineUnavailableError when every attempt failed; EngineContextExceededError on a 4xx saying the
  *   context window is exceeded; EngineResponseError on another 4xx or a non-JSON body;
  *   the caller's abort reason when `signal` fires.
@@ -55,7 +55,9 @@ export async function requestJson(
       return null;
     });
     if (text === null) continue;
-    if (res.status >= 500 || res.status === 429) {
+    // 408: the server did not receive the whole request, so nothing ran; RFC 9110 §15.5.9 lets the
+    // client repeat it.
+    if (res.status >= 500 || res.status === 429 || res.status === 408) {
       lastError = new Error(`HTTP ${res.status} ${text.slice(0, 200)}`);
       continue;
     }
