@@ -4,7 +4,7 @@
  * test-support checkpoint (400 steps, cached in .rstar/cache), then the preset's RL stages standalone
  * with held-out pass@1 before and after. One JSON line per run, the last line a summary.
  *
- *   npx tsx test/support/learning-margin.ts --sft-seeds 7,8,9 --rl-seeds 1,2 [--held-out 256] [--samples 8]
+ *   npx tsx test/support/learning-margin.ts --sft-seeds 7,8,9 --rl-seeds 1,2 [--held-out 256] [--samples 8] [--config configs/tiny.yaml]
  *
  * ~2.5 min per run on 2 cores with 256 x 8 held-out samples, plus ~5 min per SFT seed not cached yet.
  */
@@ -34,7 +34,7 @@ async function main(): Promise<void> {
   const rlSeeds = integers('rl-seeds', '1');
   const [heldOut] = integers('held-out', '256');
   const [samples] = integers('samples', '8');
-  const preset = parseYaml(readFileSync(resolve(__dirname, '../../configs/tiny.yaml'), 'utf8'));
+  const preset = parseYaml(readFileSync(resolve(option('config', resolve(__dirname, '../../configs/tiny.yaml'))), 'utf8'));
   const gains: number[] = [];
   for (const sftSeed of sftSeeds) {
     const checkpoint = await ensureSftCheckpoint({ seed: sftSeed });
