@@ -47,39 +47,59 @@ function payloadBytes(msg: Record<string, unknown>): number {
 
 /**
  * Splits a zygote's stdout into frames: a JSON line, then as many raw bytes as its `streams` announce.
- * A line that is not JSON (a stray write to the protocol fd) is skipped, as before.
+ * A line that is not JSON (a stray write to the protocol fd) is skipped. Chunks of a payload are joined
+ * once, when all of it is there (a capped output can be megabytes in 64 KiB reads).
  */
 export class FrameReader {
-  private buf: Buffer = Buffer.alloc(0);
+  private chunks: Buffer[] = [];
+  private buffered = 0;
   private header: Record<string, unknown> | null = null;
   private need = 0;
 
   constructor(private readonly onFrame: (f: ZygoteFrame) => void) {}
 
+  /** @throws Error on a response line whose `streams` is malformed (the stream cannot be trusted past it) */
   push(chunk: Buffer): void {
-    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
+    this.chunks.push(chunk);
+    this.buffered += chunk.length;
     for (;;) {
       if (this.header) {
-        if (this.buf.length < this.need) return;
-        const payload = this.buf.subarray(0, this.need);
-        this.buf = this.buf.subarray(this.need);
+        if (this.buffered < this.need) return;
+        const all = this.takeAll();
         const msg = this.header;
         this.header = null;
-        this.onFrame({ msg, payload: Buffer.from(payload) });
+        this.keep(all.subarray(this.need));
+        this.onFrame({ msg, payload: all.subarray(0, this.need) });
         continue;
       }
-      const nl = this.buf.indexOf(0x0a);
-      if (nl < 0) return;
-      const line = this.buf.subarray(0, nl).toString('utf8');
-      this.buf = this.buf.subarray(nl + 1);
+      const all = this.takeAll();
+      const nl = all.indexOf(0x0a);
+      if (nl < 0) {
+        this.keep(all);
+        return;
+      }
+      this.keep(all.subarray(nl + 1));
       let msg: Record<string, unknown>;
       try {
-        msg = JSON.parse(line) as Record<string, unknown>;
+        msg = JSON.parse(all.subarray(0, nl).toString('utf8')) as Record<string, unknown>;
       } catch {
         continue;
       }
       this.header = msg;
       this.need = payloadBytes(msg);
     }
+  }
+
+  private takeAll(): Buffer {
+    const all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.buffered);
+    this.chunks = [];
+    this.buffered = 0;
+    return all;
+  }
+
+  private keep(rest: Buffer): void {
+    if (rest.length === 0) return;
+    this.chunks.push(rest);
+    this.buffered += rest.length;
   }
 }

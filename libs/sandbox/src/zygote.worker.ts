@@ -120,9 +120,14 @@ export class ZygoteWorker {
       try {
         frames.push(d);
       } catch (e) {
-        // A malformed frame: the stream cannot be trusted past it. Replace the zygote.
+        // A malformed frame: the stream cannot be trusted past it. End the zygote as a crash (not
+        // `kill()`, which marks an intended stop), so the pool replaces it and retries the call.
         this.stderrTail += `\nrstar-sandbox: ${(e as Error).message}`;
-        this.kill();
+        try {
+          process.kill(-proc.pid!, 'SIGKILL');
+        } catch {
+          /* already gone */
+        }
       }
     });
     proc.on('exit', (code, signal) => {
