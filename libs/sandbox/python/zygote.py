@@ -218,6 +218,16 @@ def send(obj, streams=()):
 # therefore only ever held in anonymous mappings, read into and written from in place, and unmapped when
 # the call ends: the zygote parses headers (limits, ids, lengths) but never a program, its input or its
 # output; the host decodes and cuts the output text.
+def call_map(size):
+    """An anonymous mapping for call bytes: private (a fork never shares it: the default, MAP_SHARED,
+    gave every later child one writable page with every earlier call) and left out of every fork
+    (MADV_DONTFORK: a session interpreter started during a call gets none of the zygote's buffers)."""
+    m = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
+    if hasattr(mmap, "MADV_DONTFORK"):
+        m.madvise(mmap.MADV_DONTFORK)
+    return m
+
+
 def read_exact(fd, view):
     """Fill the writable buffer `view` from `fd`; False at EOF before it is full."""
     got, n = 0, len(view)
@@ -244,22 +254,27 @@ class CallBytes:
 
     def __init__(self, code_len, input_len):
         self.code_len, self.input_len = code_len, input_len
-        self.map = mmap.mmap(-1, max(1, code_len + input_len))
+        self.map = call_map(code_len + input_len) if code_len + input_len else None
 
     def fill(self, fd):
+        if self.map is None:
+            return True
         with memoryview(self.map) as mv, mv[: self.code_len + self.input_len] as part:
             return read_exact(fd, part)
 
     def write_code(self, fd):
-        with memoryview(self.map) as mv, mv[: self.code_len] as part:
-            write_all(fd, part)
+        if self.code_len:
+            with memoryview(self.map) as mv, mv[: self.code_len] as part:
+                write_all(fd, part)
 
     def write_input(self, fd):
-        with memoryview(self.map) as mv, mv[self.code_len: self.code_len + self.input_len] as part:
-            write_all(fd, part)
+        if self.input_len:
+            with memoryview(self.map) as mv, mv[self.code_len: self.code_len + self.input_len] as part:
+                write_all(fd, part)
 
     def close(self):
-        self.map.close()
+        if self.map is not None:
+            self.map.close()
 
 
 NO_CALL_BYTES = CallBytes(0, 0)
@@ -648,11 +663,11 @@ class Capture:
 
     def __init__(self, cap_chars):
         self.byte_cap = max(0, cap_chars) * 4 + 4
-        self.head = mmap.mmap(-1, self.byte_cap)
+        self.head = call_map(self.byte_cap)
         self.head_len = 0
         # The tail is a ring at least one pipe read long, so a flood costs no more reads than before.
         self.ring_size = max(self.byte_cap, 1 << 16)
-        self.ring = mmap.mmap(-1, self.ring_size)
+        self.ring = call_map(self.ring_size)
         self.ring_pos = 0  # where the next byte goes
         self.ring_len = 0
         self.total = 0
@@ -715,7 +730,7 @@ class ResultLine:
     cell's thread could write anything there) and nothing more."""
 
     def __init__(self):
-        self.map = mmap.mmap(-1, 128)  # the line, then scratch space for whatever follows it
+        self.map = call_map(128)  # the line, then scratch space for whatever follows it
         self.len = 0
         self.total = 0
 

@@ -2,7 +2,7 @@ import type { StreamLengths } from './zygote.frames';
 
 /**
  * The text a program's stream shows (SANDBOX.md, output caps): the zygote keeps its first and last
- * `4 * capChars + 4` bytes; here they are decoded as UTF-8 (an invalid sequence becomes U+FFFD, as
+ * `4 * capChars + 4` bytes (`tail` is empty, or the bytes after `head`); here they are decoded as UTF-8 (an invalid sequence becomes U+FFFD, as
  * Python's "replace" does) and, when the text is longer than `capChars` code points, cut to head +
  * `\n...[output truncated: N bytes in total]...\n` + tail, the whole within the cap.
  *
@@ -12,8 +12,10 @@ export function streamText(head: Buffer, tail: Buffer, totalBytes: number, capCh
   const cap = Math.max(0, capChars);
   let headCps: string[];
   let tailCps: string[];
-  if (tail.length === 0) {
-    const full = head.toString('utf8');
+  // Head and tail that hold the whole stream are decoded as one: apart, a character split between them
+  // would show as two U+FFFD, and a stream just over the head's size would keep only a few tail chars.
+  if (head.length + tail.length === totalBytes) {
+    const full = (tail.length ? Buffer.concat([head, tail]) : head).toString('utf8');
     const cps = Array.from(full);
     if (cps.length <= cap) return { text: full, truncated: false };
     headCps = cps;

@@ -55,6 +55,17 @@ describe('output text from stream bytes', () => {
     expect(cut).toEqual({ text: 'head-b\n...[output truncated: 10000 bytes in total]...\n-bytes', truncated: true });
   });
 
+  it('a stream just over the head size keeps a full tail, and a character split between head and tail stays whole', () => {
+    // cap 100 chars -> the zygote keeps 404 head bytes, then the rest (3 bytes) as the tail.
+    const r = streamText(Buffer.from('a'.repeat(404)), Buffer.from('XYZ'), 407, 100);
+    expect(Array.from(r.text).length).toBe(100);
+    expect(r.text.endsWith(`${'a'.repeat(24)}XYZ`)).toBe(true);
+    const euro = Buffer.from('€'.repeat(200)); // 600 bytes, split inside a character at 404
+    const e = streamText(euro.subarray(0, 404), euro.subarray(404), 600, 100);
+    expect(e.text).not.toMatch(/\ufffd/);
+    expect(Array.from(e.text).length).toBe(100);
+  });
+
   it('decodes invalid UTF-8 as Python\'s "replace" does (one U+FFFD per maximal invalid subpart)', () => {
     expect(streamText(Buffer.from('eda08078', 'hex'), Buffer.alloc(0), 4, 100).text).toBe('\ufffd\ufffd\ufffdx');
     expect(streamText(Buffer.from('61e282', 'hex'), Buffer.alloc(0), 3, 100).text).toBe('a\ufffd');
