@@ -61,7 +61,12 @@ describe('isolation between calls of one zygote', () => {
       { code: `print("${mark(6)}" + "y" * 100000 + "${mark(7)}")` },
       // A program and input larger than a pipe's buffer.
       { code: `# ${big}\nx = "${mark(8)}"\nprint(len(input()))`, input: `${big}${mark(9)}` },
+      // File names are call data too: the wipe after the call must not bring them into the zygote.
+      {
+        code: `import os\nfor i in range(500):\n    open(f"/tmp/${mark(14)}-{i}", "w").close()\n    open(f"${mark(16)}-{i}", "w").close()\nos.makedirs("/tmp/d/${mark(15)}")\nos.makedirs("/dev/shm/${mark(17)}")`,
+      },
       { code: `import sys\nprint("${mark(10)}")\nsys.exit(3)`, session: 'leak-a', input: mark(11) },
+      { code: `open("/tmp/${mark(18)}", "w").close()\nopen("${mark(19)}", "w").close()`, session: 'leak-a' },
       { code: `print("${mark(12)}")`, session: 'leak-a' },
     ];
     for (const c of calls) expect((await pool.execute(c)).status, c.code.slice(0, 40)).toMatch(/^(ok|runtime_error)$/);
