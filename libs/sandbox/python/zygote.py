@@ -1036,10 +1036,27 @@ def wipe_shared():
     WIPED_MTIMES = watched_mtimes()
 
 
+def proc_stat_fields(path):
+    """The fields of a /proc stat file after the command name (state, ppid, ..., as bytes). The name is
+    what a program set (prctl PR_SET_NAME), call data like its output: it is read into a call mapping
+    and never copied out of it. @raises OSError (gone), ValueError (no name's end)"""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    m = call_map(4096)
+    try:
+        with memoryview(m) as mv:
+            n = os.readv(fd, [mv])
+        end = m.rfind(b")", 0, n)
+        if end < 0:
+            raise ValueError(f"{path}: no command name")
+        return m[end + 1: n].split()
+    finally:
+        os.close(fd)
+        m.close()
+
+
 def cpu_ms_of(pid):
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            parts = f.read().rsplit(")", 1)[1].split()
+        parts = proc_stat_fields(f"/proc/{pid}/stat")
         ticks = sum(int(x) for x in parts[11:15])
         return ticks * 1000.0 / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
@@ -1416,11 +1433,10 @@ def freeze(s, frozen):
         try:
             states = []
             for t in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{t}/stat") as f:
-                    states.append(f.read().rsplit(")", 1)[1].split()[0])
-        except OSError:
+                states.append(proc_stat_fields(f"/proc/{pid}/task/{t}/stat")[0])
+        except (OSError, ValueError, IndexError):
             return  # gone
-        if all(st in ("T", "t", "Z", "X") for st in states):
+        if all(st in (b"T", b"t", b"Z", b"X") for st in states):
             return
         time.sleep(0.0005)
 

@@ -67,6 +67,10 @@ describe('isolation between calls of one zygote', () => {
       },
       { code: `import sys\nprint("${mark(10)}")\nsys.exit(3)`, session: 'leak-a', input: mark(11) },
       { code: `open("/tmp/${mark(18)}", "w").close()\nopen("${mark(19)}", "w").close()`, session: 'leak-a' },
+      // A thread's name, which the zygote reads in /proc to stop the session and count its CPU (freed small
+      // strings are reused fast: the old code passed this too; the name is kept off the heap by construction).
+      { code: `import ctypes\nctypes.CDLL(None).prctl(15, b"${mark(20)}", 0, 0, 0)\nprint(1)`, session: 'leak-a' },
+      { code: 'print(2)', session: 'leak-a' },
       { code: `print("${mark(12)}")`, session: 'leak-a' },
     ];
     for (const c of calls) expect((await pool.execute(c)).status, c.code.slice(0, 40)).toMatch(/^(ok|runtime_error)$/);
