@@ -821,13 +821,24 @@ def drain_nonblocking(pairs, hard_bytes):
         fcntl.fcntl(fd, fcntl.F_SETFL, fl)
 
 
+def signal_name(n):
+    """SIGSEGV, SIGRTMIN+1, ...: a real-time signal has no `signal.Signals` member (a program killing
+    itself with signal 35 made the lookup raise, and its session's files were then never wiped)."""
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        if signal.SIGRTMIN < n <= signal.SIGRTMAX:
+            return f"SIGRTMIN+{n - signal.SIGRTMIN}"
+        return f"SIG{n}"
+
+
 def classify(killed_for, exit_status, oom_before, leaf):
     """Map how the child ended to (status, exitCode, signal). A `runtime_error` whose stderr ends in a
     MemoryError line is made `memory_limit` by the host, which has the text (see CallBytes)."""
     code, sig = None, None
     if exit_status is not None:
         if os.WIFSIGNALED(exit_status):
-            sig = signal.Signals(os.WTERMSIG(exit_status)).name
+            sig = signal_name(os.WTERMSIG(exit_status))
         elif os.WIFEXITED(exit_status):
             code = os.WEXITSTATUS(exit_status)
     if killed_for:
@@ -929,7 +940,8 @@ def in_wipe_helper(fn, *args):
         try:
             fn(*args)
             if WIPE_FAILED:
-                os.write(2, f"rstar-sandbox: could not remove {WIPE_FAILED[:3]!r}\n".encode())
+                # A count, not the names: they are the call's data.
+                os.write(2, f"rstar-sandbox: the wipe could not remove {len(WIPE_FAILED)} entries\n".encode())
                 os._exit(3)
             os._exit(0)
         except BaseException:
@@ -993,7 +1005,10 @@ def wipe_tree(d):
     """Remove everything in `d` except what WIPE_KEEP protects (never crosses into a mount)."""
     try:
         entries = os.listdir(d)
+    except FileNotFoundError:
+        return
     except OSError:
+        WIPE_FAILED.append(d)
         return
     for name in entries:
         p = os.path.join(d, name)
@@ -1007,8 +1022,10 @@ def wipe_tree(d):
 
 
 # The directories a call can add entries to without WIPE_KEEP's protection: the shared temp dirs and
-# those leading to a kept mount point. Adding or removing an entry changes a directory's mtime, so an
-# unchanged mtime says, without listing anything, that the call left nothing there.
+# those leading to a kept mount point (all root-owned: a call cannot set their times). Adding or removing
+# an entry changes a directory's mtime and ctime and, on tmpfs, its size (20 bytes an entry), so the
+# same stat as after the last wipe says, without listing anything, that the call left nothing there.
+# The size also covers an entry made within one timestamp tick of the wipe (coarse before Linux 6.13).
 WIPE_WATCH = [os.path.abspath(d) for d in WIPE_DIRS] + [p for p, k in WIPE_KEEP.items() if k == "descend"]
 
 
@@ -1016,7 +1033,8 @@ def watched_mtimes():
     out = []
     for d in WIPE_WATCH:
         try:
-            out.append(os.stat(d).st_mtime_ns)
+            st = os.stat(d)
+            out.append((st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_nlink, st.st_ino))
         except OSError:
             out.append(None)
     return out
@@ -1481,7 +1499,8 @@ def start_session(sid, req):
 
 def exec_session(req, body):
     """Run one cell in the request's session (started on first use). Any failure of the zygote's own
-    handling ends the session (reset), so nothing of it keeps running unwatched."""
+    handling ends the session (reset), so nothing of it keeps running unwatched, and wipes what the
+    cell left in the shared temp dirs."""
     sid = req["session"]
     outc, errc, res = Capture(req["outputChars"]), Capture(req["outputChars"]), ResultLine()
     try:
@@ -1490,6 +1509,7 @@ def exec_session(req, body):
         outc.close()
         errc.close()
         end_session(sid, True)
+        wipe_shared()
         raise
     finally:
         res.close()

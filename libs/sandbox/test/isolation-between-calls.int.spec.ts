@@ -96,6 +96,16 @@ describe('isolation between calls of one zygote', () => {
     await pool.endSession('leak-b');
   }, 120_000);
 
+  it('what a session cell leaves in the shared temp dirs is wiped however its interpreter ends (a real-time signal too)', async () => {
+    const r = await pool.execute({
+      session: 'rt-signal',
+      code: 'import os\nopen("/tmp/left-by-cell", "w").write("x")\nos.mkdir("/dev/shm/left-dir")\nos.kill(os.getpid(), 35)',
+    });
+    expect(r).toMatchObject({ status: 'runtime_error', signal: 'SIGRTMIN+1', sessionReset: true });
+    const v = await pool.execute({ code: 'import os\nprint(sorted(os.listdir("/tmp")), os.listdir("/dev/shm"))' });
+    expect(v).toMatchObject({ status: 'ok', stdout: `${tmpBaseline} []\n` });
+  });
+
   it('a directory nested deeper than the recursion limit is wiped, in /tmp and in the work dir', async () => {
     const deep = (where: string) =>
       `import os\nos.chdir(${JSON.stringify(where)})\nfor i in range(3000):\n    os.mkdir("d")\n    os.chdir("d")\nopen("leaf.txt", "w").write("x")\nprint("deep")`;
