@@ -946,15 +946,10 @@ def in_wipe_helper(fn, *args):
             os._exit(0)
         except BaseException:
             os._exit(4)
-    while True:
-        try:
-            _, st = os.waitpid(pid, 0)
-            break
-        except ChildProcessError:  # reaped elsewhere: cannot tell how it ended
-            st = None
-            break
-        except InterruptedError:
-            continue
+    try:
+        _, st = os.waitpid(pid, 0)  # EINTR is retried by Python (PEP 475)
+    except ChildProcessError:  # reaped elsewhere: cannot tell how it ended
+        st = None
     if st is None or not (os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0):
         WIPE_FAILED.append("(what the wipe reported above)")
 
@@ -1029,7 +1024,7 @@ def wipe_tree(d):
 WIPE_WATCH = [os.path.abspath(d) for d in WIPE_DIRS] + [p for p, k in WIPE_KEEP.items() if k == "descend"]
 
 
-def watched_mtimes():
+def watched_stats():
     out = []
     for d in WIPE_WATCH:
         try:
@@ -1040,18 +1035,18 @@ def watched_mtimes():
     return out
 
 
-WIPED_MTIMES = watched_mtimes()
+WIPED_STATS = watched_stats()
 
 
 def wipe_shared():
     """After every call: empty the shared temp dirs (/tmp, /var/tmp, /dev/shm) so no file of one call
     is seen by the next. Nothing to list when no watched directory changed (the common case); else the
     listing happens in a wipe helper (see in_wipe_helper)."""
-    global WIPED_MTIMES
-    if watched_mtimes() == WIPED_MTIMES:
+    global WIPED_STATS
+    if watched_stats() == WIPED_STATS:
         return
     in_wipe_helper(lambda: [wipe_tree(os.path.abspath(d)) for d in WIPE_DIRS])
-    WIPED_MTIMES = watched_mtimes()
+    WIPED_STATS = watched_stats()
 
 
 def proc_stat_fields(path):
@@ -1236,21 +1231,20 @@ def exec_stateless(req, body):
 
 
 def run_spare(req, body, spare, stdin_path, leaf, oom_before, refused_before, timeout_s):
-    """Give the spare child its job, collect its output and ending (exec_stateless's main part)."""
-    pid, out_r, err_r, workdir = spare["pid"], spare["out_r"], spare["err_r"], spare["workdir"]
-    start = time.monotonic()
+    """Give the spare child its job, collect its output and ending (exec_stateless's main part); the
+    output mappings are the response's on success, unmapped here on failure."""
     outc, errc = Capture(req["outputChars"]), Capture(req["outputChars"])
     try:
-        return collect_spare(req, body, spare, stdin_path, leaf, oom_before, refused_before, timeout_s,
-                             start, outc, errc)
+        return collect_spare(req, body, spare, stdin_path, leaf, oom_before, refused_before, timeout_s, outc, errc)
     except BaseException:
         outc.close()
         errc.close()
         raise
 
 
-def collect_spare(req, body, spare, stdin_path, leaf, oom_before, refused_before, timeout_s, start, outc, errc):
+def collect_spare(req, body, spare, stdin_path, leaf, oom_before, refused_before, timeout_s, outc, errc):
     pid, out_r, err_r, workdir = spare["pid"], spare["out_r"], spare["err_r"], spare["workdir"]
+    start = time.monotonic()
     try:
         limits = {"memoryMb": req["memoryMb"], "timeoutMs": req["timeoutMs"], "stdin": stdin_path or os.devnull}
         write_all(spare["go_w"], (json.dumps(limits) + "\n").encode())
