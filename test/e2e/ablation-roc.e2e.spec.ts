@@ -4,9 +4,9 @@ import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseRunConfig, type RunConfig } from '@rstar/contracts';
-import { connectRuntime } from '@rstar/messaging';
+import { connectRuntime } from '@rstar/runtime';
 import { PolicyModel, toolErrorTokenizerSpec } from '@rstar/policy';
-import { runRocAblation, type AblationResult } from '../../libs/cli/src/train/roc.ablation';
+import { runRocAblation, type AblationResult } from '@rstar/training';
 import { SFT_CHECKPOINT_TIMEOUT_MS, ensureSftCheckpoint } from '../support/sft-checkpoint';
 
 const STEPS = 2;

@@ -12,7 +12,8 @@ import { join, resolve } from 'node:path';
 import { Client } from 'pg';
 import { ids, makeEvent, type RstarEvent } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
-import { Archiver, connectRuntime, JetStreamBus, type EventBus, type RawPublisher, type Runtime } from '@rstar/messaging';
+import { Archiver, connectRuntime, type Runtime } from '@rstar/runtime';
+import { JetStreamBus, type EventBus, type RawPublisher } from '@rstar/messaging';
 import { createLogger } from '@rstar/telemetry';
 
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';

@@ -6,9 +6,8 @@ import { SFT_CHECKPOINT_TIMEOUT_MS, ensureSftCheckpoint } from '../support/sft-c
 import { ids, parseRunConfig, type EventType, type RstarEvent } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
 import { JetStreamBus } from '@rstar/messaging';
-import { startBuiltinEngine, type BuiltinEngine } from '@rstar/policy-serving';
-import { readRunEvents } from '../../libs/cli/src/train/event-store.sources';
-import { submitRemoteRun } from '../../libs/cli/src/train/remote.submit';
+import { startBuiltinEngine, type BuiltinEngine } from '@rstar/engines';
+import { readRunEvents, submitRemoteRun } from '@rstar/training';
 import {
   createPrivateDatabase, freePort, pollUntil, ServiceProcess, startPrivateNats, type PrivateDatabase, type PrivateNats,
 } from '../support/service-process';

@@ -4,10 +4,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ids, parseRunConfig, type RstarEvent } from '@rstar/contracts';
-import { connectRuntime } from '@rstar/messaging';
+import { connectRuntime } from '@rstar/runtime';
 import { writeHistory, type RerunComparison } from '@rstar/replay';
-import { readRunEvents } from '../../libs/cli/src/train/event-store.sources';
-import { runTraining } from '../../libs/cli/src/train/training.run';
+import { readRunEvents, runTraining } from '@rstar/training';
 import { SFT_CHECKPOINT_TIMEOUT_MS, ensureSftCheckpoint } from '../support/sft-checkpoint';
 
 const ROOT = resolve(__dirname, '../..');

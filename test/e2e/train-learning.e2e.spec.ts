@@ -4,9 +4,8 @@ import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseRunConfig } from '@rstar/contracts';
-import { connectRuntime, type Runtime } from '@rstar/messaging';
-import { pairedGain } from '../../libs/cli/src/train/pass-at-1.evaluator';
-import { runTraining, type TrainingResult } from '../../libs/cli/src/train/training.run';
+import { connectRuntime, type Runtime } from '@rstar/runtime';
+import { pairedGain, runTraining, type TrainingResult } from '@rstar/training';
 import { SFT_CHECKPOINT_TIMEOUT_MS, ensureSftCheckpoint } from '../support/sft-checkpoint';
 
 /**

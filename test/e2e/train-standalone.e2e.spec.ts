@@ -4,10 +4,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SFT_CHECKPOINT_TIMEOUT_MS, ensureSftCheckpoint } from '../support/sft-checkpoint';
 import { parseRunConfig, type RstarEvent } from '@rstar/contracts';
-import { connectRuntime, type Runtime } from '@rstar/messaging';
-import { rebuildStepBatch } from '../../libs/cli/src/train/batch.rebuild';
-import { readRunEvents } from '../../libs/cli/src/train/event-store.sources';
-import { runTraining, type TrainingResult } from '../../libs/cli/src/train/training.run';
+import { connectRuntime, type Runtime } from '@rstar/runtime';
+import { rebuildStepBatch, readRunEvents, runTraining, type TrainingResult } from '@rstar/training';
 
 const count = (events: readonly RstarEvent[], type: string, step?: number) =>
   events.filter((e) => e.type === type && (step === undefined || (e.data as { step?: number }).step === step)).length;

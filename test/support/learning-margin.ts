@@ -13,9 +13,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { parseRunConfig } from '@rstar/contracts';
-import { connectRuntime } from '@rstar/messaging';
-import { pairedGain } from '../../libs/cli/src/train/pass-at-1.evaluator';
-import { runTraining } from '../../libs/cli/src/train/training.run';
+import { connectRuntime } from '@rstar/runtime';
+import { pairedGain, runTraining } from '@rstar/training';
 import { ensureSftCheckpoint } from './sft-checkpoint';
 
 function option(name: string, dflt: string): string {

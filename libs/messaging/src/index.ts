@@ -4,8 +4,6 @@ export * from './backoff';
 export * from './delivery';
 export * from './in-process.bus';
 export * from './jetstream.bus';
-export * from './archiver';
-export * from './runtime';
 export * from './jetstream.publisher';
 export * from './service.env';
 export * from './service.lifecycle';

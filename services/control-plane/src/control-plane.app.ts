@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import type { INestApplication } from '@nestjs/common';
-import { connectRuntime, type Runtime, type RuntimeOptions } from '@rstar/messaging';
+import { connectRuntime, type Runtime, type RuntimeOptions } from '@rstar/runtime';
 import { collectProcessMetrics, createLogger } from '@rstar/telemetry';
 import { ControlPlaneModule } from './control-plane.module';
 

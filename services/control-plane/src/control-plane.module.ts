@@ -1,5 +1,5 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import type { Runtime } from '@rstar/messaging';
+import type { Runtime } from '@rstar/runtime';
 import { HealthController } from './health.controller';
 import { RunsController } from './runs.controller';
 import { RUNTIME } from './tokens';

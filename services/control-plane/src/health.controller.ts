@@ -1,5 +1,5 @@
 import { Controller, Get, Header, Inject, ServiceUnavailableException } from '@nestjs/common';
-import type { Runtime } from '@rstar/messaging';
+import type { Runtime } from '@rstar/runtime';
 import { metricsRegistry } from '@rstar/telemetry';
 import { RUNTIME } from './tokens';
 

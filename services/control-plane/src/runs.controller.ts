@@ -1,7 +1,7 @@
 import { BadRequestException, Controller, Get, Inject, Param, Query } from '@nestjs/common';
 import { EVENT_TYPES, type EventType } from '@rstar/contracts';
 import { decodePosition, encodePosition, EventStoreError, START } from '@rstar/event-store';
-import type { Runtime } from '@rstar/messaging';
+import type { Runtime } from '@rstar/runtime';
 import { RUNTIME } from './tokens';
 
 /** The runs API: the archive's runs and their events, paged by an opaque `<txid>-<position>` cursor. */

@@ -4,7 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import { RunStartConsumer } from '@rstar/cli';
 import { EventStore } from '@rstar/event-store';
 import { JetStreamBus, ServiceLifecycle, jetStreamOptionsFromEnv } from '@rstar/messaging';
-import { createEngines } from '@rstar/policy-serving';
+import { createEngines } from '@rstar/engines';
 import { createLogger } from '@rstar/telemetry';
 
 const RUNNER = Symbol('RUNNER');

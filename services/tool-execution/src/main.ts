@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { connectRuntime, type Runtime } from '@rstar/messaging';
+import { connectRuntime, type Runtime } from '@rstar/runtime';
 import { startToolExecution } from './tool-execution.app';
 
 /**

@@ -2,7 +2,8 @@ import { spawn } from 'node:child_process';
 import { Client } from 'pg';
 import { ids, makeEvent, type RstarEvent } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
-import { Archiver, JetStreamBus } from '@rstar/messaging';
+import { Archiver } from '@rstar/runtime';
+import { JetStreamBus } from '@rstar/messaging';
 import { createLogger } from '@rstar/telemetry';
 
 /**

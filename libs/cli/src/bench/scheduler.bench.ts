@@ -1,6 +1,7 @@
 import { renderPrompt, type RolloutSpec, type Tokenizer } from '@rstar/agent';
 import { generateTasks, runSft } from '@rstar/policy';
-import { EnginePool, RolloutScheduler, runRolloutBatch, SglangAdapter, startBuiltinEngine, type BuiltinEngine, type Lease, type SchedulingPolicy } from '@rstar/policy-serving';
+import { EnginePool, RolloutScheduler, SglangAdapter, startBuiltinEngine, type BuiltinEngine, type Lease, type SchedulingPolicy } from '@rstar/engines';
+import { runRolloutBatch } from '@rstar/rollouts';
 import { SandboxPool } from '@rstar/sandbox';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,8 +1,5 @@
 import type { Command } from 'commander';
-import { meanCurve } from '../report/ablation.report';
-import { stepSummaryLine } from '../train/progress.printer';
-import { runRocAblation } from '../train/roc.ablation';
-import { loadRunConfig } from '../train/run-config.loader';
+import { meanCurve, stepSummaryLine, runRocAblation, loadRunConfig } from '@rstar/training';
 
 const fmt = (v: number | null | undefined) => (v === null || v === undefined ? '   -  ' : v.toFixed(3).padStart(6));
 

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { evaluateCheckpoint } from '../train/checkpoint.evaluator';
+import { evaluateCheckpoint } from '@rstar/training';
 
 const int = (name: string) => (v: string) => {
   const n = Number(v);

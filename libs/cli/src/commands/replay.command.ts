@@ -3,14 +3,13 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { RstarEvent } from '@rstar/contracts';
 import { EventStore, startEmbeddedPostgres, type EmbeddedPostgres } from '@rstar/event-store';
-import { connectRuntime } from '@rstar/messaging';
+import { connectRuntime } from '@rstar/runtime';
 import {
   formatGroupTable, formatRerunComparison, formatRunSummary, formatStepTable, formatTranscript, formatVerifyReport, groupTable, indexRun, readHistory,
   rerunStep, rolloutTranscript, runSummary, stepTable, verifyRun, writeHistory, NotInRunError, type ToolReexecutor,
 } from '@rstar/replay';
 import { REPO_ROOT, SandboxPool } from '@rstar/sandbox';
-import { builtinRetrainer } from '../train/step.retrainer';
-import { rerunStepStandalone } from '../train/standalone-rerun.runner';
+import { builtinRetrainer, rerunStepStandalone } from '@rstar/training';
 
 interface SourceOptions {
   database?: string;

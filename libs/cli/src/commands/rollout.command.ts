@@ -1,6 +1,7 @@
 import { CharTokenizer, type RolloutResult, type RolloutSpec, type Tokenizer } from '@rstar/agent';
 import { Tokenizer as BuiltinTokenizer } from '@rstar/policy';
-import { createEngines, EnginePool, runRolloutBatch, SCHEDULING_POLICIES, type SchedulingPolicy } from '@rstar/policy-serving';
+import { createEngines, EnginePool, SCHEDULING_POLICIES, type SchedulingPolicy } from '@rstar/engines';
+import { runRolloutBatch } from '@rstar/rollouts';
 import { SandboxPool } from '@rstar/sandbox';
 import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { startBuiltinEngine } from '@rstar/policy-serving';
+import { startBuiltinEngine } from '@rstar/engines';
 
 /**
  * `rstar serve engine --port P [--checkpoint DIR] [--kv-capacity TOKENS]`: the built-in policy behind

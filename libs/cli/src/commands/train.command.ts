@@ -1,11 +1,7 @@
 import type { Command } from 'commander';
 import { join } from 'node:path';
-import { writeRunReport, fmtPct } from '../report/run.report';
-import { pairedGain } from '../train/pass-at-1.evaluator';
+import { writeRunReport, fmtPct, pairedGain, loadRunConfig, RunRefusedError, runTraining, submitRemoteRun } from '@rstar/training';
 import { ProgressPrinter } from '../train/progress.printer';
-import { loadRunConfig } from '../train/run-config.loader';
-import { RunRefusedError, runTraining } from '../train/training.run';
-import { submitRemoteRun } from '../train/remote.submit';
 
 /**
  * `rstar train [--preset P] [--config F] [--out DIR] [--remote NATS_URL] [--resume RUN] [--validate]`:

@@ -1,0 +1,10 @@
+export * from './engine.errors';
+export * from './engine.port';
+export * from './http.client';
+export * from './sglang.adapter';
+export * from './vllm.adapter';
+export * from './engine.factory';
+export * from './engine.pool';
+export * from './scheduler/engine.picker';
+export * from './scheduler/rollout.scheduler';
+export { startBuiltinEngine, GenerationScheduler, type BuiltinEngine, type BuiltinEngineOptions, type SchedulerStats as BuiltinEngineStats } from './builtin-engine';

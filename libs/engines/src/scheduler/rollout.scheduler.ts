@@ -1,0 +1,181 @@
+import { NoEngineError, ReservationTooLargeError } from '../engine.errors';
+import { pickEngine, type EngineLoad, type SchedulingPolicy } from './engine.picker';
+
+/** A rollout's reservation: it runs every turn on `engineId` and holds `tokens` of its KV cache. */
+export interface Lease {
+  rolloutId: string;
+  engineId: string;
+  tokens: number;
+}
+
+/** Counters for dashboards and the scheduler benchmark. */
+export interface SchedulerStats {
+  /** Grants that pushed an engine's reservations past its capacity (never under `kv-budget`). */
+  overflows: number;
+  /** Rollouts that had to wait for capacity. */
+  queued: number;
+  /** Leases moved off an engine that went down. */
+  evicted: number;
+  /** Highest reserved tokens per engine. */
+  peakReserved: Record<string, number>;
+}
+
+/**
+ * The rollout scheduler's state (PROTOCOL §7), synchronous and free of I/O and time: callers pass in
+ * every event (acquire, release, request start/end, engine up/down) and get grants back. Waiting
+ * rollouts form a FIFO queue served first-fit when capacity frees (a large rollout at the head does not
+ * block smaller ones behind it). Evicted rollouts (their engine went down) re-enter at the head.
+ */
+export class RolloutScheduler {
+  private readonly engines: EngineLoad[];
+  private readonly leases = new Map<string, Lease>();
+  private queue: { rolloutId: string; tokens: number }[] = [];
+  private cursor = 0;
+  readonly stats: SchedulerStats = { overflows: 0, queued: 0, evicted: 0, peakReserved: {} };
+
+  /** @throws NoEngineError when `engines` is empty or a capacity is not positive. */
+  constructor(
+    readonly policy: SchedulingPolicy,
+    engines: readonly { id: string; capacity: number }[],
+  ) {
+    if (engines.length === 0) throw new NoEngineError('the scheduler needs at least one engine');
+    for (const e of engines) if (!(e.capacity > 0)) throw new NoEngineError(`engine ${e.id} reports KV capacity ${e.capacity}; it must be positive`);
+    this.engines = engines.map((e) => ({ id: e.id, capacity: e.capacity, reserved: 0, leases: 0, outstanding: 0, up: true }));
+    for (const e of engines) this.stats.peakReserved[e.id] = 0;
+  }
+
+  /** The engines' current load (copies). */
+  snapshot(): EngineLoad[] {
+    return this.engines.map((e) => ({ ...e }));
+  }
+
+  leaseOf(rolloutId: string): Lease | undefined {
+    return this.leases.get(rolloutId);
+  }
+
+  /** Rollouts waiting for capacity, in queue order. */
+  waiting(): string[] {
+    return this.queue.map((q) => q.rolloutId);
+  }
+
+  /**
+   * Reserve `tokens` (prompt + max response) for a rollout. Returns its lease (the existing one when it
+   * has one: sticky), or null when it was queued. `front` queues it ahead of others (resumed rollouts).
+   * @throws ReservationTooLargeError under `kv-budget` when `tokens` exceeds every engine's capacity (it could never run).
+   */
+  acquire(rolloutId: string, tokens: number, front = false): Lease | null {
+    const existing = this.leases.get(rolloutId);
+    if (existing) return existing;
+    if (this.queue.some((q) => q.rolloutId === rolloutId)) return null;
+    const largest = Math.max(...this.engines.map((e) => e.capacity));
+    if (this.policy === 'kv-budget' && tokens > largest) throw new ReservationTooLargeError(rolloutId, tokens, largest);
+    // Waiters go first: a newcomer may not overtake the queue unless it is resumed work.
+    const lease = front || this.queue.length === 0 ? this.grant(rolloutId, tokens) : null;
+    if (lease) return lease;
+    this.stats.queued++;
+    if (front) this.queue.unshift({ rolloutId, tokens });
+    else this.queue.push({ rolloutId, tokens });
+    return null;
+  }
+
+  /** Release a rollout's reservation (on every exit) or drop it from the queue; returns the waiters granted now. */
+  release(rolloutId: string): Lease[] {
+    const lease = this.leases.get(rolloutId);
+    if (lease) {
+      this.leases.delete(rolloutId);
+      const e = this.engine(lease.engineId);
+      e.reserved -= lease.tokens;
+      e.leases--;
+    } else {
+      this.queue = this.queue.filter((q) => q.rolloutId !== rolloutId);
+    }
+    return this.drain();
+  }
+
+  /** A generation request started / ended on an engine (the least-requests load signal). */
+  requestStarted(engineId: string): void {
+    this.engine(engineId).outstanding++;
+  }
+
+  requestEnded(engineId: string): void {
+    const e = this.engine(engineId);
+    e.outstanding = Math.max(0, e.outstanding - 1);
+  }
+
+  /**
+   * Take an engine out of rotation: its leases are dropped and their rollouts re-queued at the head
+   * (they resume elsewhere from their last completed turn). Returns the evicted rollout ids and the
+   * grants made (to evicted rollouts or other waiters).
+   */
+  markDown(engineId: string): { evicted: string[]; grants: Lease[] } {
+    const e = this.engine(engineId);
+    if (!e.up) return { evicted: [], grants: [] };
+    e.up = false;
+    const evicted = [...this.leases.values()].filter((l) => l.engineId === engineId);
+    for (const l of evicted) this.leases.delete(l.rolloutId);
+    e.reserved = 0;
+    e.leases = 0;
+    e.outstanding = 0;
+    this.stats.evicted += evicted.length;
+    this.queue = [...evicted.map((l) => ({ rolloutId: l.rolloutId, tokens: l.tokens })), ...this.queue];
+    return { evicted: evicted.map((l) => l.rolloutId), grants: this.drain() };
+  }
+
+  /** Put an engine back into rotation (health probe passed); returns the waiters granted now. */
+  markUp(engineId: string, capacity?: number): Lease[] {
+    const e = this.engine(engineId);
+    e.up = true;
+    if (capacity !== undefined && capacity > 0) e.capacity = capacity;
+    return this.drain();
+  }
+
+  private engine(id: string): EngineLoad {
+    const e = this.engines.find((x) => x.id === id);
+    if (!e) throw new NoEngineError(`unknown engine ${id}`);
+    return e;
+  }
+
+  private grant(rolloutId: string, tokens: number): Lease | null {
+    const pick = pickEngine(this.policy, this.engines, tokens, this.cursor);
+    this.cursor = pick.cursor;
+    if (pick.index === null) return null;
+    const e = this.engines[pick.index];
+    e.reserved += tokens;
+    e.leases++;
+    if (e.reserved > e.capacity) this.stats.overflows++;
+    this.stats.peakReserved[e.id] = Math.max(this.stats.peakReserved[e.id] ?? 0, e.reserved);
+    const lease = { rolloutId, engineId: e.id, tokens };
+    this.leases.set(rolloutId, lease);
+    return lease;
+  }
+
+  private maxFree(): number {
+    let m = -Infinity;
+    for (const e of this.engines) if (e.up) m = Math.max(m, e.capacity - e.reserved);
+    return m;
+  }
+
+  private drain(): Lease[] {
+    const grants: Lease[] = [];
+    const rest: { rolloutId: string; tokens: number }[] = [];
+    // Under kv-budget a waiter larger than every engine's free space cannot be granted: skip it cheaply.
+    let free = this.policy === 'kv-budget' ? this.maxFree() : Infinity;
+    if (free !== Infinity) {
+      let min = Infinity;
+      for (const q of this.queue) min = Math.min(min, q.tokens);
+      if (min > free) return grants;
+    }
+    for (const q of this.queue) {
+      if (q.tokens > free) {
+        rest.push(q);
+        continue;
+      }
+      const lease = this.grant(q.rolloutId, q.tokens);
+      if (lease && this.policy === 'kv-budget') free = this.maxFree();
+      if (lease) grants.push(lease);
+      else rest.push(q);
+    }
+    this.queue = rest;
+    return grants;
+  }
+}

@@ -1,0 +1,6 @@
+export * from './bus-tool.executor';
+export * from './policy-version.gate';
+export * from './policy-serving.handler';
+export * from './rollout.batch';
+export * from './policy.follower';
+export * from './turn.journal';

@@ -1,0 +1,338 @@
+import { InvalidRolloutRequestError, runRollout, type RolloutOptions, type RolloutResult, type Tokenizer, type TurnRecord } from '@rstar/agent';
+import { makeEvent, streams, type RstarEvent } from '@rstar/contracts';
+import { PermanentError, TransientError, type EventBus, type Subscription } from '@rstar/messaging';
+import { createLogger, type Logger } from '@rstar/telemetry';
+import { BusToolExecutor } from './bus-tool.executor';
+import { EngineError, EngineResponseError, ReservationTooLargeError, type EnginePool } from '@rstar/engines';
+import { PolicyFollower, PolicyFollowerClosedError } from './policy.follower';
+import { PolicyVersionGate, type PolicyRef } from './policy-version.gate';
+import { TurnJournal } from './turn.journal';
+
+/** Options of {@link PolicyServingHandler}. */
+export interface PolicyServingOptions {
+  pool: EnginePool;
+  tokenizer: Tokenizer;
+  /** Agent-loop options (tool limits, response truncation, parallel calls). */
+  rollout?: RolloutOptions;
+  /** Render prompts without the system turn (the tiny built-in policy). Default false. */
+  compactPrompt?: boolean;
+  /** Rollouts handled at once (the scheduler decides how many generate). Default 256. */
+  concurrency?: number;
+  /** Wait for a `ToolCallCompleted` (ms). Default 120000. */
+  toolResultTimeoutMs?: number;
+  /** Wait for the policy version a rollout asks for (ms) before retrying it later. Default 60000. */
+  versionWaitMs?: number;
+  /** Policy version the engines hold at start. Default 0. */
+  initialPolicyVersion?: number;
+  /**
+   * This instance's stable identity (env `RSTAR_INSTANCE_ID`), default `default`. It names the
+   * per-instance durables (`policy-serving-tool-results-<id>`, `policy-serving-turns-<id>`,
+   * `policy-serving-policy-<id>`), so a
+   * restarted instance resumes them and gets back what the dead one held unacked. Give every replica
+   * its own id that survives restarts (e.g. the StatefulSet pod name); replicas sharing an id would
+   * split the tool results between them.
+   */
+  instanceId?: string;
+  /**
+   * Ack deadline of the consumers in ms (default 30000): how soon a restarted instance gets the rollouts,
+   * turns, tool results and policy update the dead one held. Live handlers heartbeat every third of it.
+   * A redelivered rollout is redone no sooner than this long (+1 s) after start, once the turns the dead
+   * process held are back in the journal.
+   */
+  ackWaitMs?: number;
+  /** Durable consumer names (override the instance-derived ones); all but `rollouts` must be per instance. */
+  durable?: { rollouts?: string; toolResults?: string; turns?: string; policy?: string };
+  producer?: string;
+  logger?: Logger;
+}
+
+type Requested = RstarEvent<'RolloutRequested'>;
+
+/** How a rollout run in this process ended: its completion stored (and acked), dropped for good, or to be retried. */
+type RunOutcome = 'completed' | 'dropped' | 'retry';
+
+/**
+ * How long a completed rollout's turns and tool results stay held after its `RolloutRequested` handler
+ * returned: the bus sends the ack then, without waiting for the server; a crash before the ack went out
+ * redelivers the request, and the redo must still find the rollout's turns and results (ms).
+ */
+const ACK_FLUSH_GRACE_MS = 1_000;
+
+/**
+ * policy-serving's flow (ARCHITECTURE §5): consumes `RolloutRequested`, runs the multi-turn agent loop on
+ * the engine pool (KV-budget scheduling, sticky engines, failover), emits `TurnGenerated` per turn and
+ * `ToolCallRequested` per call the moment it is parsed, consumes `ToolCallCompleted`, and emits
+ * `RolloutCompleted`. `PolicyUpdated` reloads every engine's weights between rollouts.
+ *
+ * Crash recovery (issue 7, SIGKILL mid-run): nothing a rollout needs is acked before its
+ * `RolloutCompleted` is stored. Its `RolloutRequested` is acked after the completion (heartbeating while
+ * it runs); the `TurnGenerated` and `ToolCallCompleted` of a rollout running here stay unacked on this
+ * instance's durables until then; the newest `PolicyUpdated` stays unacked until superseded
+ * ({@link PolicyFollower}). A restarted instance with the same {@link PolicyServingOptions.instanceId}
+ * gets all of them back after `ackWaitMs`, reloads the weights, and redoes each interrupted rollout as a
+ * continuation: recorded turns are taken from the {@link TurnJournal} instead of being sampled again (so
+ * the redo cannot contradict the archived turns), their tool calls keep their ids
+ * (`call:<rolloutId>:<turn>:<i>`) and take the redelivered results instead of waiting for calls the bus
+ * deduplicated, and only the missing turns are generated. Every event id derives from the rollout, so
+ * anything re-published is dropped as a duplicate (JetStream msg-id window, the archive's `ON CONFLICT`).
+ * A rollout whose context outgrows the engine's window ends truncated (`context_exceeded`) and still completes.
+ */
+export class PolicyServingHandler {
+  private readonly log: Logger;
+  private readonly producer: string;
+  private readonly tools: BusToolExecutor;
+  private readonly gate: PolicyVersionGate;
+  private readonly follower: PolicyFollower;
+  private readonly journal = new TurnJournal();
+  /** Redelivered rollouts wait until then: the dead process's held turns are redelivered by then. */
+  private journalReadyAt = 0;
+  /** Rollouts running here: the run, and when its held turns/results may be acked (see ACK_FLUSH_GRACE_MS). */
+  private readonly running = new Map<string, { result: Promise<void>; outcome: Promise<RunOutcome>; acked: () => void }>();
+  private readonly done = new Set<string>();
+  private subs: Subscription[] = [];
+  private stopping: Promise<'stopping'> = new Promise(() => undefined);
+  private markStopping: () => void = () => undefined;
+
+  constructor(
+    private readonly bus: EventBus,
+    private readonly opts: PolicyServingOptions,
+  ) {
+    this.producer = opts.producer ?? 'policy-serving';
+    this.log = opts.logger ?? createLogger('policy-serving');
+    this.tools = new BusToolExecutor(bus, { runId: '', producer: this.producer, causedBy: null }, { resultTimeoutMs: opts.toolResultTimeoutMs ?? 120_000 });
+    this.gate = new PolicyVersionGate(opts.initialPolicyVersion ?? 0);
+    this.follower = new PolicyFollower(this.gate, (uri) => this.opts.pool.updateWeights(uri));
+  }
+
+  /** The policy version the engines hold now (of the run in {@link policy}). */
+  get policyVersion(): number {
+    return this.gate.loadedVersion;
+  }
+
+  /** The policy the engines hold now: run, version, and when its `PolicyUpdated` was recorded. */
+  get policy(): PolicyRef {
+    return this.gate.loaded;
+  }
+
+  /** The durable consumer names this instance uses (see {@link PolicyServingOptions.instanceId}). */
+  get durables(): { rollouts: string; toolResults: string; turns: string; policy: string } {
+    const d = this.opts.durable ?? {};
+    const id = this.opts.instanceId ?? 'default';
+    return {
+      rollouts: d.rollouts ?? 'policy-serving-rollouts',
+      toolResults: d.toolResults ?? `policy-serving-tool-results-${id}`,
+      turns: d.turns ?? (d.toolResults ? `${d.toolResults}-turns` : `policy-serving-turns-${id}`),
+      policy: d.policy ?? `policy-serving-policy-${id}`,
+    };
+  }
+
+  async start(): Promise<void> {
+    const d = this.durables;
+    const ackWaitMs = this.opts.ackWaitMs ?? 30_000;
+    this.stopping = new Promise((resolve) => (this.markStopping = () => resolve('stopping')));
+    const concurrency = this.opts.concurrency ?? 256;
+    this.journalReadyAt = Date.now() + ackWaitMs + 1_000;
+    // Tool results and turns first, so nothing of a rollout we start is missed. Both are held until their
+    // rollout completes: room for every turn and call of every rollout in flight.
+    this.subs.push(
+      await this.bus.subscribe({
+        durable: d.toolResults,
+        types: ['ToolCallCompleted'],
+        concurrency: Math.max(1024, concurrency * 16),
+        ackWaitMs,
+        handler: async (ev, ctx) => this.heartbeat(ctx, ackWaitMs, () => this.onToolResult(ev)),
+      }),
+    );
+    this.subs.push(
+      await this.bus.subscribe({
+        durable: d.turns,
+        types: ['TurnGenerated'],
+        concurrency: Math.max(1024, concurrency * 16),
+        ackWaitMs,
+        handler: async (ev, ctx) => this.heartbeat(ctx, ackWaitMs, () => this.onTurnRecorded(ev)),
+      }),
+    );
+    this.subs.push(
+      await this.bus.subscribe({
+        durable: d.policy,
+        types: ['PolicyUpdated'],
+        // The newest update is held (see PolicyFollower): newer ones must still come through.
+        concurrency: 16,
+        ackWaitMs,
+        handler: async (ev, ctx) => this.heartbeat(ctx, ackWaitMs, () => this.onPolicyUpdated(ev)),
+      }),
+    );
+    this.subs.push(
+      await this.bus.subscribe({
+        durable: d.rollouts,
+        types: ['RolloutRequested'],
+        concurrency,
+        ackWaitMs,
+        handler: async (ev, ctx) => this.heartbeat(ctx, ackWaitMs, () => this.onRequested(ev, ctx.deliveryCount)),
+      }),
+    );
+  }
+
+  /**
+   * Stop: held tool results and policy updates are released unacked (redelivered to the next start),
+   * waiting tool calls fail (their rollouts are retried), then the consumers drain.
+   */
+  async stop(): Promise<void> {
+    const subs = this.subs;
+    this.subs = [];
+    this.markStopping();
+    this.follower.close('policy-serving stopping');
+    this.tools.failAll(new TransientError('policy-serving stopping'));
+    await Promise.allSettled(subs.map((s) => s.drain()));
+    this.opts.pool.close();
+  }
+
+  /** Run `work`, extending the message's ack deadline every third of `ackWaitMs` while it runs. */
+  private async heartbeat<T>(ctx: { working(): void }, ackWaitMs: number, work: () => Promise<T>): Promise<T> {
+    const beat = setInterval(() => ctx.working(), Math.max(100, Math.floor(ackWaitMs / 3)));
+    try {
+      return await work();
+    } finally {
+      clearInterval(beat);
+    }
+  }
+
+  private async onPolicyUpdated(ev: RstarEvent<'PolicyUpdated'>): Promise<void> {
+    const { version, checkpointUri } = ev.data;
+    const ref = { runId: ev.runId, version, at: Date.parse(ev.meta.recordedAt) };
+    try {
+      const applied = await this.follower.apply(ref, checkpointUri);
+      this.log.info(applied ? 'weights reloaded' : 'policy update skipped (not newer)', { runId: ev.runId, version, uri: checkpointUri });
+      await this.follower.superseded(ref);
+    } catch (e) {
+      if (e instanceof PolicyFollowerClosedError) throw new TransientError(`PolicyUpdated ${ev.runId}@${version} released unacked: ${e.message}`, e);
+      throw new TransientError(`loading policy ${ev.runId}@${version} from ${checkpointUri} failed: ${(e as Error).message}`, e);
+    }
+  }
+
+  /**
+   * Route a tool result to its call; while its rollout runs here, keep the message unacked until the
+   * rollout's completion is stored (a crash before that redelivers it to the redo), and nak it when the
+   * rollout is to be retried (the retry re-requests the call, which the bus deduplicates).
+   */
+  private async onToolResult(ev: RstarEvent<'ToolCallCompleted'>): Promise<void> {
+    this.tools.complete(ev);
+    await this.holdWhileRunning(ev.data.rolloutId, `tool result ${ev.data.callId}`);
+  }
+
+  /** Journal a published turn (ours or another instance's) and hold it like a tool result. */
+  private async onTurnRecorded(ev: RstarEvent<'TurnGenerated'>): Promise<void> {
+    const { rolloutId, ...turn } = ev.data;
+    if (!this.done.has(rolloutId)) this.journal.record(rolloutId, turn);
+    await this.holdWhileRunning(rolloutId, `turn ${ev.id}`);
+  }
+
+  /**
+   * While `rolloutId` runs here, keep the message unacked until its completion is stored and its request
+   * acked (a crash before that redelivers it to the redo), and nak it when the rollout is to be retried. Not running here:
+   * another instance's rollout, or one to be redone here later (kept by the executor and the journal): ack.
+   */
+  private async holdWhileRunning(rolloutId: string, what: string): Promise<void> {
+    const run = this.running.get(rolloutId);
+    if (!run) return;
+    const outcome = await Promise.race([run.outcome, this.stopping]);
+    if (outcome === 'retry' || outcome === 'stopping') {
+      throw new TransientError(`${what} released unacked: rollout ${rolloutId} ${outcome === 'retry' ? 'will be retried' : 'interrupted by shutdown'}`);
+    }
+  }
+
+  private async onRequested(ev: Requested, deliveryCount: number): Promise<void> {
+    const id = ev.data.rolloutId;
+    if (this.done.has(id)) return;
+    // A redelivery may be the redo of a rollout a dead process had started: wait until the turns it held
+    // are back in the journal, or the redo would sample turns that were already published.
+    if (deliveryCount > 1 && !this.running.has(id)) {
+      const wait = this.journalReadyAt - Date.now();
+      let timer: NodeJS.Timeout | undefined;
+      const ready = new Promise<'ready'>((r) => (timer = setTimeout(() => r('ready'), Math.max(0, wait))));
+      const first = await Promise.race([ready, this.stopping]);
+      clearTimeout(timer);
+      if (first === 'stopping') throw new TransientError(`rollout ${id} released unacked: policy-serving stopping`);
+      // Another delivery of it may have run it to completion meanwhile.
+      if (this.done.has(id)) return;
+    }
+    let run = this.running.get(id);
+    if (!run) {
+      const result = this.runOne(ev);
+      const outcome = result.then(
+        (): RunOutcome => 'completed',
+        (e: unknown): RunOutcome => (e instanceof PermanentError ? 'dropped' : 'retry'),
+      );
+      let acked!: () => void;
+      const settled = new Promise<RunOutcome>((resolve) => {
+        acked = () => setTimeout(() => resolve('completed'), ACK_FLUSH_GRACE_MS);
+        void outcome.then((o) => o !== 'completed' && resolve(o));
+      });
+      run = { result, outcome: settled, acked };
+      this.running.set(id, run);
+      void settled.then(() => this.running.delete(id));
+    }
+    await run.result;
+    this.done.add(id);
+    if (this.done.size > 100_000) this.done.delete(this.done.values().next().value as string);
+    run.acked();
+  }
+
+  private async runOne(ev: Requested): Promise<void> {
+    const r = ev.data;
+    const version = await this.gate.enter(ev.runId, r.policyVersion, this.opts.versionWaitMs ?? 60_000);
+    if (version === null) {
+      const held = this.gate.loaded;
+      throw new TransientError(`rollout ${r.rolloutId} asks for policy version ${r.policyVersion} of run ${ev.runId}; engines hold ${held.runId ?? '(start)'}@${held.version} (no such PolicyUpdated seen by durable ${this.durables.policy})`);
+    }
+    const session = this.opts.pool.open(r.rolloutId);
+    let result: RolloutResult;
+    try {
+      const stream = streams.rollout(r.rolloutId);
+      result = await runRollout(
+        { rolloutId: r.rolloutId, problem: r.problem, sampling: r.samplingParams, budget: r.budget, tool: r.tool, compactPrompt: this.opts.compactPrompt },
+        {
+          engine: session,
+          tools: this.tools.forRollout(ev.runId, ev),
+          tokenizer: this.opts.tokenizer,
+          recorded: (turn) => this.journal.get(r.rolloutId, turn),
+          onTurn: async (t: TurnRecord) => {
+            await this.bus.publish(
+              makeEvent('TurnGenerated', {
+                runId: ev.runId, streamId: stream, key: `${r.rolloutId}:${t.turn}`, producer: this.producer, causedBy: ev,
+                data: { rolloutId: r.rolloutId, turn: t.turn, tokenIds: t.tokenIds, logprobs: t.logprobs, text: t.text, finishReason: t.finishReason, engineId: t.engineId },
+              }),
+            );
+            // Published: a retry in this process continues from it even before the bus delivers it back.
+            this.journal.record(r.rolloutId, t);
+          },
+        },
+        this.opts.rollout,
+      );
+    } catch (e) {
+      if (e instanceof InvalidRolloutRequestError) throw new PermanentError(e.message, e.field);
+      if (e instanceof ReservationTooLargeError) throw new PermanentError(e.message, 'budget.maxTokens');
+      // A 4xx from the engine will not pass on retry (context overflows never get here: they end the rollout truncated).
+      if (e instanceof EngineResponseError) throw new PermanentError(e.message, 'problem');
+      if (e instanceof EngineError) throw new TransientError(e.message, e);
+      throw e;
+    } finally {
+      session.release();
+      this.gate.leave();
+    }
+    await this.bus.publish(
+      makeEvent('RolloutCompleted', {
+        runId: ev.runId, streamId: streams.rollout(r.rolloutId), key: r.rolloutId, producer: this.producer, causedBy: ev,
+        data: {
+          rolloutId: r.rolloutId, groupId: r.groupId, step: r.step, promptId: r.promptId, gold: r.gold,
+          engineId: result.engineId, policyVersion: version,
+          promptTokenIds: result.promptTokenIds, responseTokenIds: result.responseTokenIds, logprobs: result.logprobs, lossMask: result.lossMask,
+          responseText: result.responseText, turns: result.turns, toolCalls: result.toolCalls, toolErrors: result.toolErrors,
+          answerBlocks: result.answerBlocks, formatViolations: result.formatViolations, truncated: result.truncated, finishReason: result.finishReason,
+        },
+      }),
+    );
+    this.journal.forget(r.rolloutId);
+    this.log.debug('rollout completed', { rolloutId: r.rolloutId, turns: result.turns, engineId: result.engineId, finishReason: result.finishReason, ms: result.wallMs });
+  }
+}

@@ -1,0 +1,165 @@
+import type { RstarEvent } from '@rstar/contracts';
+import type { EventStore } from '@rstar/event-store';
+import { counter, createLogger, type Logger } from '@rstar/telemetry';
+import { isBatchSubscriber, TransientError, type EventBus, type Subscription, ALL_EVENT_TYPES } from '@rstar/messaging';
+
+export interface ArchiverOptions {
+  /** Durable consumer name (default `archiver`). */
+  durable?: string;
+  /** Events per append (default 500). */
+  batchSize?: number;
+  /** Longest an event waits for its batch to fill, in ms (default 20). */
+  maxWaitMs?: number;
+  /** Ack deadline before the bus redelivers (e.g. after this process died), in ms (default 30 s). */
+  ackWaitMs?: number;
+  logger?: Logger;
+}
+
+interface Waiting {
+  event: RstarEvent;
+  resolve: () => void;
+  reject: (e: unknown) => void;
+}
+
+const archivedTotal = () => counter('rstar_archiver_events_total', 'Events appended to the archive', ['result']);
+
+/**
+ * The event archiver (ARCHITECTURE §4): consumes every subject of the bus from the start of the
+ * stream, appends in batches of up to `batchSize` with one `EventStore.appendBatch` (COPY on real
+ * Postgres, `unnest` on PGlite), and acks each message only
+ * after its batch committed. A failed append rejects the whole batch with {@link TransientError}, so
+ * its messages are redelivered; `ON CONFLICT (id) DO NOTHING` drops the copies of any that did commit
+ * (e.g. after a crash between commit and ack). Invalid payloads are dead-lettered by the bus and the
+ * `DeadLettered` event is archived like any other.
+ */
+export class Archiver {
+  private sub: Subscription | null = null;
+  private buffer: Waiting[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  /** The wait timer fired while two appends were in flight: flush when one of them commits. */
+  private due = false;
+  private readonly inflight = new Set<Promise<void>>();
+  private readonly durable: string;
+  private readonly batchSize: number;
+  private readonly maxWaitMs: number;
+  private readonly ackWaitMs: number | undefined;
+  private readonly log: Logger;
+  /** Counters since start: events newly stored, duplicates dropped, batches committed. */
+  readonly stats = { archived: 0, duplicates: 0, batches: 0 };
+
+  constructor(
+    private readonly bus: EventBus,
+    private readonly store: EventStore,
+    opts: ArchiverOptions = {},
+  ) {
+    this.durable = opts.durable ?? 'archiver';
+    this.batchSize = opts.batchSize ?? 500;
+    this.maxWaitMs = opts.maxWaitMs ?? 20;
+    this.ackWaitMs = opts.ackWaitMs;
+    this.log = opts.logger ?? createLogger('archiver');
+  }
+
+  /**
+   * Subscribe (idempotent). The in-flight window is two batches so one fills while the other commits.
+   * On a bus that hands out whole batches (JetStream, {@link BatchSubscriber}) the archiver takes them
+   * as they come (one parse per message, no promise per message, acks after the commit); otherwise it
+   * assembles batches from per-event deliveries.
+   */
+  async start(): Promise<void> {
+    if (this.sub) return;
+    if (isBatchSubscriber(this.bus)) {
+      this.sub = await this.bus.subscribeBatches({
+        durable: this.durable,
+        from: 'all',
+        maxBatch: this.batchSize,
+        maxWaitMs: this.maxWaitMs,
+        inflight: 2,
+        backoff: { initialMs: 100, maxMs: 5_000 },
+        maxDeliver: 1_000,
+        ackWaitMs: this.ackWaitMs,
+        handler: (events) => this.append(events),
+      });
+      this.log.info('archiver started', { durable: this.durable, batchSize: this.batchSize, batches: true });
+      return;
+    }
+    this.sub = await this.bus.subscribe({
+      durable: this.durable,
+      types: ALL_EVENT_TYPES,
+      allSubjects: true,
+      from: 'all',
+      concurrency: this.batchSize * 2,
+      backoff: { initialMs: 100, maxMs: 5_000 },
+      maxDeliver: 1_000,
+      ackWaitMs: this.ackWaitMs,
+      handler: (event) => this.enqueue(event),
+    });
+    this.log.info('archiver started', { durable: this.durable, batchSize: this.batchSize });
+  }
+
+  /** Messages not yet archived and acked. */
+  async lag(): Promise<number> {
+    return this.sub ? this.sub.lag() : 0;
+  }
+
+  /** Stop consuming; in-flight batches are committed and acked first. */
+  async stop(): Promise<void> {
+    const sub = this.sub;
+    this.sub = null;
+    if (!sub) return;
+    const draining = sub.drain();
+    this.flush();
+    await draining;
+    await Promise.allSettled([...this.inflight]);
+  }
+
+  private enqueue(event: RstarEvent): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.buffer.push({ event, resolve, reject });
+      if (this.buffer.length >= this.batchSize) this.flush();
+      else if (!this.timer && !this.due) this.timer = setTimeout(() => this.onTimer(), this.maxWaitMs);
+    });
+  }
+
+  // Group commit: a partial batch goes out after maxWaitMs only when an append slot is free; otherwise it
+  // keeps filling until an append commits, so batches stay large when the database is the bottleneck.
+  private onTimer(): void {
+    this.timer = null;
+    if (this.inflight.size < 2) this.flush();
+    else this.due = true;
+  }
+
+  private flush(): void {
+    this.due = false;
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    if (!this.buffer.length) return;
+    const batch = this.buffer;
+    this.buffer = [];
+    const p = this.append(batch.map((w) => w.event))
+      .then(() => batch.forEach((w) => w.resolve()))
+      .catch((err) => batch.forEach((w) => w.reject(err)))
+      .finally(() => {
+        this.inflight.delete(p);
+        if (this.due && this.buffer.length) this.flush();
+      });
+    this.inflight.add(p);
+  }
+
+  /** Append one batch and count it; a failure becomes a {@link TransientError} so the batch is redelivered. */
+  private async append(events: RstarEvent[]): Promise<void> {
+    let r;
+    try {
+      r = await this.store.appendBatch(events);
+    } catch (e) {
+      this.log.warn('append failed; the batch will be redelivered', { events: events.length, err: e });
+      throw new TransientError(`archive append failed: ${(e as Error).message}`, e);
+    }
+    this.stats.archived += r.appended;
+    this.stats.duplicates += r.duplicates;
+    this.stats.batches += 1;
+    archivedTotal().inc({ result: 'appended' }, r.appended);
+    if (r.duplicates) archivedTotal().inc({ result: 'duplicate' }, r.duplicates);
+  }
+}

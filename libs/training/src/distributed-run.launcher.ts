@@ -1,0 +1,107 @@
+import { join, resolve } from 'node:path';
+import { makeEvent, parseRunConfig, streams, type RstarEvent } from '@rstar/contracts';
+import type { EventStore } from '@rstar/event-store';
+import type { EventBus } from '@rstar/messaging';
+import { OptimizationHandler, resumePoint, type RunSummary } from './driver';
+import { PolicyModel, runSft } from '@rstar/policy';
+import type { EngineAdapter } from '@rstar/engines';
+import { SandboxPool } from '@rstar/sandbox';
+import { readRunEvents, runEventSource } from './event-store.sources';
+import { runPrompts } from './prompt.sources';
+import { resolveDataPath } from './run-config.loader';
+import { StagedBuiltinTrainer } from './staged.trainer';
+
+/** What the optimization service gives the launcher. */
+export interface LaunchDeps {
+  bus: EventBus;
+  store: EventStore;
+  /**
+   * Every inference engine (policy-serving's): each gets the start weights (SFT, or the resumed version)
+   * before the first step. Later updates reach them through policy-serving, which reloads on
+   * `PolicyUpdated` and holds each step's rollouts until their policy version is loaded — so the step
+   * driver is given no engines of its own (one reload per update, not two).
+   */
+  engines: readonly EngineAdapter[];
+  /** Checkpoints go to `<checkpointRoot>/<runId>/` (a path every engine can read). */
+  checkpointRoot: string;
+  /** Extends the RunStarted message's ack deadline while the run goes on. */
+  working?: () => void;
+  log?: (msg: string, fields?: Record<string, unknown>) => void;
+}
+
+/**
+ * Distributed mode's run start (ARCHITECTURE §1 mode 2): the optimization service consumes a `RunStarted`
+ * (from `rstar train --remote`) and calls this, acking the message only when the run has ended. Fresh
+ * run: SFT (or `policy.init: checkpoint`), push those weights to every engine as policy version 0, then the
+ * step driver. After a restart the message is redelivered: the archive's latest `PolicyUpdated` gives the
+ * weights (and optimizer state) to resume from, and {@link OptimizationHandler} goes on at the next step
+ * with the same deterministic event ids. A `validateOnly` or non-builtin config ends in `RunFailed`.
+ */
+export async function launchDistributedRun(ev: RstarEvent<'RunStarted'>, deps: LaunchDeps): Promise<RunSummary | null> {
+  const runId = ev.runId;
+  const log = deps.log ?? (() => undefined);
+  const fail = async (error: string) => {
+    await deps.bus.publish(makeEvent('RunFailed', { runId, streamId: streams.run(runId), key: runId, producer: 'optimization', causedBy: ev, data: { error, step: null } }));
+    return null;
+  };
+  let config;
+  try {
+    config = parseRunConfig(ev.data.config);
+  } catch (e) {
+    return fail((e as Error).message);
+  }
+  if (config.validateOnly) return fail(`config "${config.name}" is validateOnly (needs real engines and a GPU trainer configured for it)`);
+  if (config.trainer.kind !== 'builtin') return fail('trainer.kind "external" needs an external trainer worker (batch protocol in services/optimization/README.md); not configured');
+  const archived = await readRunEvents(deps.store, runId);
+  const resume = resumePoint(archived);
+  if (resume.finished) return null;
+  const dir = resolve(deps.checkpointRoot, runId);
+  const beat = setInterval(() => deps.working?.(), 10_000);
+  try {
+    let weights: string;
+    let version = 0;
+    if (resume.policy) {
+      weights = resume.policy.checkpointUri;
+      version = resume.policy.version;
+      log('resuming run', { runId, step: resume.nextStep, version });
+    } else if (config.policy.init === 'checkpoint') {
+      weights = resolve(config.policy.checkpoint ?? '');
+    } else {
+      const sandbox = new SandboxPool({ workers: 2 });
+      await sandbox.start();
+      try {
+        log('SFT stage', { runId, steps: config.sft.steps });
+        const r = await runSft({
+          steps: config.sft.steps, batchSize: config.sft.batchSize, lr: config.sft.lr, warmupSteps: config.sft.warmupSteps, seed: config.seed,
+          model: config.policy.model, trainSize: config.data.trainSize, heldOutSize: Math.min(16, config.data.heldOutSize), toolErrorRate: config.sft.toolErrorRate ?? 0, toolErrorKinds: config.sft.toolErrorKinds, outDir: join(dir, 'sft'),
+          execute: (req) => sandbox.execute({ code: req.code, input: req.input, timeoutMs: config.tool.timeoutMs, memoryMb: config.tool.memoryMb }),
+        });
+        r.model.dispose();
+        weights = r.checkpoint.dir;
+      } finally {
+        await sandbox.close();
+      }
+    }
+    // The engines serve version `version` from here on (version 0 = the SFT weights).
+    await Promise.all(deps.engines.map((a) => a.updateWeights(weights)));
+    const model = await PolicyModel.load(weights);
+    const trainer = new StagedBuiltinTrainer(model, config, version, !resume.policy);
+    trainer.beginStep(resume.nextStep);
+    const handler = new OptimizationHandler(deps.bus, {
+      config, runId, prompts: runPrompts(config, resolveDataPath).train, trainer, engines: [], checkpointDir: dir,
+      store: runEventSource(deps.store), mode: 'distributed', codeVersion: ev.data.codeVersion,
+      onStep: (step, stage, metrics) => {
+        trainer.beginStep(step + 1);
+        log('step completed', { runId, step, stage, rewardMean: metrics.rewardMean, passRate: metrics.passRate });
+      },
+    });
+    try {
+      return await handler.run();
+    } finally {
+      await handler.stop();
+      model.dispose();
+    }
+  } finally {
+    clearInterval(beat);
+  }
+}

@@ -1,0 +1,174 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseRunConfig, makeEvent, streams, type RstarEvent, type RunConfig } from '@rstar/contracts';
+import { InProcessBus } from '@rstar/messaging';
+import { clippedLossStats, type TrainingBatch } from '@rstar/grpo';
+import { ResamplingHandler } from '@rstar/groups';
+import {
+  OptimizationHandler, pickPrompts, resumePoint, stageOf, totalSteps, stepMetrics,
+  type PromptSource, type Trainer, type WeightSync,
+} from './index';
+
+const config: RunConfig = parseRunConfig({
+  seed: 5,
+  stages: [
+    { name: 's1', steps: 2, promptsPerStep: 2, groupSize: 2, maxResponseTokens: 32, lr: 1e-3 },
+    { name: 's2', steps: 1, promptsPerStep: 2, groupSize: 2, maxResponseTokens: 64, lr: 1e-3 },
+  ],
+});
+const prompts: PromptSource = { size: 6, get: (i) => ({ promptId: `p${i}`, problem: `${i}+${i}`, gold: String(2 * i) }) };
+
+/** A trainer implementing the port with the reference loss math (no weights: logp_new = logp_old). */
+class ReferenceTrainer implements Trainer {
+  version = 0;
+  batches: TrainingBatch[] = [];
+  async trainStep(batch: TrainingBatch) {
+    this.batches.push(batch);
+    const s = clippedLossStats(batch.sequences.map((q) => ({ logpNew: q.oldLogprobs, logpOld: q.oldLogprobs, mask: q.lossMask, advantage: q.advantage })));
+    this.version++;
+    return { loss: s.loss, clipFraction: s.clipFraction, approxKl: s.approxKl, entropy: null, gradNorm: 0 };
+  }
+  async save(dir: string) {
+    return { uri: `file://${dir}`, hash: this.batches.at(-1)!.hash };
+  }
+}
+
+describe('step plan', () => {
+  it('given two stages, then steps map to stages and the total is their sum', () => {
+    expect(totalSteps(config)).toBe(3);
+    expect(stageOf(config, 1).stage.name).toBe('s1');
+    expect(stageOf(config, 2)).toMatchObject({ stageIndex: 1, stepInStage: 0 });
+    expect(() => stageOf(config, 3)).toThrow(RangeError);
+  });
+  it('given the same seed and step, then the same prompts; excluded ones are never picked', () => {
+    const a = pickPrompts({ runSeed: 1, step: 4, poolSize: 50, count: 8 });
+    expect(pickPrompts({ runSeed: 1, step: 4, poolSize: 50, count: 8 })).toEqual(a);
+    expect(new Set(a).size).toBe(8);
+    const ex = new Set(a);
+    expect(pickPrompts({ runSeed: 1, step: 4, poolSize: 50, count: 8, exclude: ex }).some((i) => ex.has(i))).toBe(false);
+    expect(pickPrompts({ runSeed: 1, step: 4, poolSize: 3, count: 8 })).toHaveLength(3);
+  });
+});
+
+describe('stepMetrics', () => {
+  it('given one kept group and one all-equal group, then ratios are computed per definition', () => {
+    const completed = (id: string, calls: number, errors: number, len: number) => ({
+      rolloutId: id, groupId: 'g', step: 0, promptId: 'p', gold: '1', engineId: 'e', policyVersion: 0, promptTokenIds: [1],
+      responseTokenIds: new Array(len).fill(2), logprobs: new Array(len).fill(0), lossMask: new Array(len).fill(1) as Array<0 | 1>,
+      responseText: '', turns: 1, toolCalls: calls, toolErrors: errors, answerBlocks: 1, formatViolations: 0, truncated: false, finishReason: 'answer' as const,
+    });
+    const rollouts = new Map([
+      ['a', completed('a', 2, 1, 10)], ['b', completed('b', 2, 0, 20)], ['c', completed('c', 4, 4, 30)], ['d', completed('d', 0, 0, 40)],
+    ]);
+    const base = { step: 0, promptId: 'p', mode: 'weighted' as const, seed: '', penalties: [], received: 2, expected: 2 };
+    const m = stepMetrics({
+      groups: [
+        { ...base, groupId: 'g0', kept: ['a', 'c'], dropped: [], rewards: { a: 1, c: 0 }, groupDropped: null },
+        { ...base, groupId: 'g1', kept: [], dropped: ['b', 'd'], rewards: { b: 1, d: 1 }, groupDropped: 'all_equal' },
+      ],
+      rollouts, train: null, timings: { rollouts: 5 }, policyVersion: 3,
+    });
+    expect(m.rewardMean).toBe(0.75);
+    expect(m.droppedGroupShare).toBe(0.5);
+    expect(m.toolErrorRatioPositive).toBe(1 / 4);
+    expect(m.toolErrorRatioAll).toBe(5 / 8);
+    expect(m.toolErrorRatioPositiveKept).toBe(1 / 2);
+    expect(m.responseLengthMean).toBe(25);
+    expect(m.clipFraction).toBeNull();
+    expect(m.timeRolloutsMs).toBe(5);
+  });
+});
+
+describe('OptimizationHandler on the in-process bus', () => {
+  let bus: InProcessBus;
+  afterEach(async () => bus?.close());
+
+  /** Stand-in for policy-serving + reward-grading: answers each RolloutRequested deterministically. */
+  async function fakeWorkers(b: InProcessBus, reward: (sampleIdx: number, promptIdx: number) => 0 | 1): Promise<void> {
+    await b.subscribe({
+      durable: 'workers', types: ['RolloutRequested'],
+      handler: async (e) => {
+        const d = e.data;
+        const common = { runId: e.runId, streamId: streams.rollout(d.rolloutId), key: d.rolloutId, producer: 'test', causedBy: e };
+        const r = reward(d.sampleIdx, d.promptIdx);
+        await b.publish([
+          makeEvent('RolloutCompleted', { ...common, data: {
+            rolloutId: d.rolloutId, groupId: d.groupId, step: d.step, promptId: d.promptId, gold: d.gold, engineId: 'e0', policyVersion: d.policyVersion,
+            promptTokenIds: [1, 2], responseTokenIds: [3, 4, 5], logprobs: [-0.5, 0, -0.25], lossMask: [1, 0, 1], responseText: 'x',
+            turns: 2, toolCalls: 1, toolErrors: d.sampleIdx % 2, answerBlocks: 1, formatViolations: 0, truncated: false, finishReason: 'answer',
+          } }),
+          makeEvent('RewardAssigned', { ...common, data: {
+            rolloutId: d.rolloutId, groupId: d.groupId, step: d.step, reward: r, correct: r === 1, extracted: null, gold: d.gold,
+            normalizedPrediction: null, normalizedGold: null, rule: 'test', ms: 0,
+          } }),
+        ]);
+      },
+    });
+  }
+  async function record(b: InProcessBus): Promise<RstarEvent[]> {
+    const log: RstarEvent[] = [];
+    await b.subscribe({ durable: 'log', types: ['RunStarted', 'RunCompleted', 'StepStarted', 'StepOptimized', 'PolicyUpdated', 'StepCompleted', 'GroupResampled'], handler: async (e) => void log.push(e) });
+    return log;
+  }
+
+  it('given workers and the resampler, then every step trains on G per group and the run completes', async () => {
+    bus = new InProcessBus({ subjectPrefix: 'opt1' });
+    const log = await record(bus);
+    await fakeWorkers(bus, (s, p) => (p === 1 ? 1 : s % 2 === 0 ? 1 : 0)); // prompt 1: all correct -> dropped
+    const resampler = new ResamplingHandler(bus, { sweepMs: 60_000 });
+    await resampler.start();
+    const trainer = new ReferenceTrainer();
+    const updates: number[] = [];
+    const engine: WeightSync = { engineId: 'e0', updateWeights: async (u) => void updates.push(u.version) };
+    const h = new OptimizationHandler(bus, { config, runId: 'run-opt', prompts, trainer, engines: [engine], checkpointDir: '/tmp/ckpt' });
+    const summary = await h.run();
+    await h.stop();
+    await resampler.stop();
+    expect(summary.steps).toBe(3);
+    expect(trainer.version).toBe(3);
+    expect(updates).toEqual([1, 2, 3]);
+    for (const b of trainer.batches) {
+      expect(b.sequences).toHaveLength(2); // one group kept (G = 2), one dropped as all-correct
+      expect(b.sequences[0].lossMask).toEqual([0, 0, 1, 0, 1]);
+    }
+    expect(summary.history[0].metrics.droppedGroupShare).toBe(0.5);
+    expect(summary.history[0].metrics.rewardMean).toBe(0.75);
+    await new Promise<void>((r) => { const t = setInterval(() => { if (log.some((e) => e.type === 'RunCompleted')) { clearInterval(t); r(); } }, 5); });
+    const rp = resumePoint(log);
+    expect(rp).toMatchObject({ started: true, finished: true, nextStep: 3 });
+    expect(rp.policy?.version).toBe(3);
+  });
+
+  it('given a log with step 0 completed and step 1 optimized, then a resumed driver runs step 1 without training it again', async () => {
+    bus = new InProcessBus({ subjectPrefix: 'opt2' });
+    const log = await record(bus);
+    await fakeWorkers(bus, (s) => (s % 2 === 0 ? 1 : 0));
+    const resampler = new ResamplingHandler(bus, { sweepMs: 60_000 });
+    await resampler.start();
+    const first = new ReferenceTrainer();
+    const h1 = new OptimizationHandler(bus, { config, runId: 'run-resume', prompts, trainer: first, engines: [], checkpointDir: '/tmp/c' });
+    await h1.run();
+    await h1.stop();
+    await new Promise<void>((r) => { const t = setInterval(() => { if (log.some((e) => e.type === 'RunCompleted')) { clearInterval(t); r(); } }, 5); });
+    // Cut the log as if the process died after StepOptimized of step 1.
+    const cut = log.filter((e) => !(e.type === 'RunCompleted') && !(e.type === 'StepCompleted' && e.data.step >= 1) && !('step' in e.data && (e.data as { step: number }).step === 2))
+      .filter((e) => !(e.type === 'PolicyUpdated' && e.data.version >= 2));
+    const rp = resumePoint(cut);
+    expect(rp.nextStep).toBe(1);
+    expect(rp.optimizedNext?.step).toBe(1);
+    const restored = new ReferenceTrainer();
+    restored.version = rp.optimizedNext!.newPolicyVersion; // the caller restores the trainer from that checkpoint
+    const bus2 = new InProcessBus({ subjectPrefix: 'opt3' });
+    await fakeWorkers(bus2, (s) => (s % 2 === 0 ? 1 : 0));
+    const resampler2 = new ResamplingHandler(bus2, { sweepMs: 60_000 });
+    await resampler2.start();
+    const h2 = new OptimizationHandler(bus2, { config, runId: 'run-resume', prompts, trainer: restored, engines: [], checkpointDir: '/tmp/c', store: { readRun: async () => cut } });
+    const s = await h2.run();
+    await h2.stop();
+    await resampler.stop();
+    await resampler2.stop();
+    await bus2.close();
+    expect(s.history.map((x) => x.step)).toEqual([1, 2]);
+    expect(restored.batches).toHaveLength(1); // only step 2 trained
+    expect(restored.batches[0].hash).toBe(first.batches[2].hash); // same seeds, same batch
+  });
+});

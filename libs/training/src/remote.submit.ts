@@ -1,0 +1,71 @@
+import { ids, makeEvent, streams, type RunConfig } from '@rstar/contracts';
+import { JetStreamBus, type EventBus } from '@rstar/messaging';
+import { stepSummaryLine } from './step-summary.line';
+
+/** A remote run that ended with `RunFailed`. */
+export class RemoteRunFailedError extends Error {
+  readonly code = 'remote_run_failed';
+  constructor(readonly runId: string, message: string) {
+    super(`run ${runId} failed: ${message}`);
+    this.name = 'RemoteRunFailedError';
+  }
+}
+
+/** Options of {@link submitRemoteRun}. */
+export interface RemoteSubmitOptions {
+  /** NATS URL of the running services (JetStream stream `RSTAR`, subjects `rstar.>`), unless `bus` is given. */
+  natsUrl?: string;
+  bus?: EventBus;
+  /** Run id (default a new UUIDv7); the same id re-submits idempotently (RunStarted is deduplicated). */
+  runId?: string;
+  stream?: string;
+  subjectPrefix?: string;
+  onLine?: (line: string) => void;
+}
+
+/**
+ * `rstar train --remote`: submit a run to the services (distributed mode, ARCHITECTURE §1 mode 2).
+ * Publishes `RunStarted` (id `RunStarted:<runId>`, producer `cli`, the validated config); the
+ * optimization service starts the run when it receives it (services/optimization/src/main.ts). Then
+ * follows the run's `StepCompleted` events, one line each, until `RunCompleted` (resolves with the
+ * run id) or `RunFailed` (throws {@link RemoteRunFailedError}).
+ */
+export async function submitRemoteRun(config: RunConfig, opts: RemoteSubmitOptions): Promise<string> {
+  if (config.validateOnly) throw new Error(`config "${config.name}" is validateOnly; the services will refuse it too`);
+  const runId = opts.runId ?? ids.newRun();
+  const own = !opts.bus;
+  const bus = opts.bus ?? (await JetStreamBus.connect({ servers: opts.natsUrl!, stream: opts.stream, subjectPrefix: opts.subjectPrefix, name: `rstar-cli-${runId}` }));
+  const say = opts.onLine ?? (() => undefined);
+  const total = config.stages.reduce((a, s) => a + s.steps, 0);
+  try {
+    const done = new Promise<void>((resolve, reject) => {
+      void bus
+        .subscribe({
+          durable: `cli-${runId}`,
+          types: ['StepCompleted', 'RunCompleted', 'RunFailed'],
+          concurrency: 1,
+          handler: async (ev) => {
+            if (ev.runId !== runId) return;
+            if (ev.type === 'StepCompleted') say(stepSummaryLine({ phase: 'rl', step: ev.data.step, steps: total, stage: ev.data.stage, metrics: ev.data.metrics }));
+            else if (ev.type === 'RunCompleted') resolve();
+            else if (ev.type === 'RunFailed') reject(new RemoteRunFailedError(runId, ev.data.error));
+          },
+        })
+        .then(async (sub) => {
+          await bus.publish(
+            makeEvent('RunStarted', {
+              runId, streamId: streams.run(runId), key: runId, producer: 'cli',
+              data: { config: config as unknown as Record<string, unknown>, seed: config.seed, codeVersion: process.env.RSTAR_CODE_VERSION ?? 'dev', mode: 'distributed' },
+            }),
+          );
+          say(`submitted run ${runId} (${total} RL steps); waiting for the optimization service`);
+          void done.catch(() => undefined).finally(() => sub.drain());
+        }, reject);
+    });
+    await done;
+    say(`run ${runId} completed`);
+    return runId;
+  } finally {
+    if (own) await bus.close();
+  }
+}

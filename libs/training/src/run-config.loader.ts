@@ -1,0 +1,45 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseRunConfigYaml, type RunConfig } from '@rstar/contracts';
+
+/** The repository root (libs/training/src -> ../../..). */
+export const REPO_ROOT = resolve(__dirname, '../../..');
+/** Where the presets live: `configs/<name>.yaml`. */
+export const PRESET_DIR = join(REPO_ROOT, 'configs');
+
+/** A preset or config file that cannot be found; the message lists what exists. */
+export class ConfigNotFoundError extends Error {
+  readonly code = 'config_not_found';
+  constructor(message: string, readonly field: 'preset' | 'config') {
+    super(message);
+    this.name = 'ConfigNotFoundError';
+  }
+}
+
+/** Names of the presets under `configs/`. */
+export function presetNames(dir = PRESET_DIR): string[] {
+  return existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.yaml')).map((f) => f.slice(0, -5)).sort() : [];
+}
+
+/**
+ * Load and validate a run config: `file` (a YAML path) wins over `preset` (a name under `configs/`,
+ * default `tiny`). @throws ConfigNotFoundError; ConfigError (from @rstar/contracts) naming the bad field.
+ */
+export function loadRunConfig(opts: { preset?: string; file?: string; presetDir?: string } = {}): { config: RunConfig; source: string } {
+  const dir = opts.presetDir ?? PRESET_DIR;
+  let path: string;
+  if (opts.file) {
+    path = resolve(opts.file);
+    if (!existsSync(path)) throw new ConfigNotFoundError(`config file ${path} does not exist (--config takes a YAML run config)`, 'config');
+  } else {
+    const name = opts.preset ?? 'tiny';
+    path = join(dir, `${name}.yaml`);
+    if (!existsSync(path)) throw new ConfigNotFoundError(`unknown preset "${name}" (known: ${presetNames(dir).join(', ')}; or pass --config FILE)`, 'preset');
+  }
+  return { config: parseRunConfigYaml(readFileSync(path, 'utf8')), source: path };
+}
+
+/** Resolve a data path of a config: relative paths are relative to the repository root. */
+export function resolveDataPath(p: string): string {
+  return resolve(REPO_ROOT, p);
+}

@@ -1,0 +1,53 @@
+import type { EventStore } from '@rstar/event-store';
+import type { EventBus, Subscription } from '@rstar/messaging';
+import type { EngineAdapter } from '@rstar/engines';
+import { launchDistributedRun } from './distributed-run.launcher';
+
+/**
+ * The optimization service's run starter (distributed mode): consumes `RunStarted` with `mode:
+ * distributed` (durable `optimization-runs`, one run at a time) and drives it with
+ * {@link launchDistributedRun}. The message is acked only when the run has ended (the ack deadline is
+ * extended meanwhile), so when the service is killed the run is redelivered to the next instance, which
+ * resumes it from the archive. Standalone runs (`mode: standalone`) and reruns of a recorded step
+ * (`rerunOf` set, from `rstar replay rerun`) are ignored.
+ */
+export class RunStartConsumer {
+  private sub: Subscription | null = null;
+  /** Run being driven now, if any. */
+  active: string | null = null;
+
+  constructor(
+    private readonly bus: EventBus,
+    private readonly store: EventStore,
+    private readonly opts: { engines: readonly EngineAdapter[]; checkpointRoot: string; durable?: string; log?: (msg: string, fields?: Record<string, unknown>) => void },
+  ) {}
+
+  async start(): Promise<void> {
+    this.sub = await this.bus.subscribe({
+      durable: this.opts.durable ?? 'optimization-runs',
+      types: ['RunStarted'],
+      concurrency: 1,
+      ackWaitMs: 60_000,
+      maxDeliver: 1_000,
+      handler: async (ev, ctx) => {
+        if (ev.data.mode !== 'distributed') return;
+        // A `replay rerun` re-issues one recorded step's requests itself; driving it as a run would re-plan every step.
+        if (ev.data.rerunOf) return;
+        this.active = ev.runId;
+        try {
+          const r = await launchDistributedRun(ev, {
+            bus: this.bus, store: this.store, engines: this.opts.engines, checkpointRoot: this.opts.checkpointRoot, working: () => ctx.working(), log: this.opts.log,
+          });
+          this.opts.log?.('run ended', { runId: ev.runId, steps: r?.steps ?? null });
+        } finally {
+          this.active = null;
+        }
+      },
+    });
+  }
+
+  async stop(): Promise<void> {
+    await this.sub?.drain();
+    this.sub = null;
+  }
+}
