@@ -97,6 +97,9 @@ export class EventStore {
     }
     const cfg: PoolConfig = { connectionString: opts.connectionString, max: opts.maxConnections ?? 4 };
     const pool = opts.pool ?? new Pool(cfg);
+    // An idle client whose server went away (a Postgres restart) emits 'error' on the pool; without a
+    // listener that would end the process. The pool drops that client and the next query reconnects.
+    if (!opts.pool) pool.on('error', () => undefined);
     const store = new EventStore(pool, !opts.pool, schema, method === 'copy' ? 'copy' : 'unnest');
     try {
       await store.migrate();
@@ -259,6 +262,11 @@ export class EventStore {
       [streamId, opts.afterPosition ?? 0, limit],
     );
     return r.rows.map(toStored);
+  }
+
+  /** One round trip to the server (readiness probes). @throws the driver's error when Postgres does not answer. */
+  async ping(): Promise<void> {
+    await this.pool.query('SELECT 1');
   }
 
   /** Event counts by type for one run. */

@@ -1,2 +1,3 @@
 export * from './group.collector';
 export * from './resampling.handler';
+export * from './archive.source';

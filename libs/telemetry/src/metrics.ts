@@ -1,10 +1,10 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, collectDefaultMetrics, register } from 'prom-client';
 
 /**
- * The process-wide Prometheus registry every rstar component registers on; `/metrics` endpoints
- * serve `metricsRegistry.metrics()`.
+ * The process-wide Prometheus registry every rstar component registers on: prom-client's default
+ * registry, which the services' `/metrics` route (@willsoto/nestjs-prometheus) serves.
  */
-export const metricsRegistry = new Registry();
+export const metricsRegistry = register;
 let defaultsCollected = false;
 
 /** Add Node's default process metrics (CPU, memory, event loop) once per process. */

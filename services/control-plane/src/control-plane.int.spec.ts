@@ -1,31 +1,57 @@
+import 'reflect-metadata';
+import type { INestApplication } from '@nestjs/common';
+import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeEvent } from '@rstar/contracts';
-import { createLogger } from '@rstar/telemetry';
-import { startControlPlane, type ControlPlane } from './control-plane.app';
+import { JetStreamBus } from '@rstar/messaging';
+import { startService } from '@rstar/nest-runtime';
+import { until } from '@rstar/testing';
+import { ControlPlaneModule } from './control-plane.module';
 
-describe('control-plane HTTP API (standalone runtime)', () => {
-  let cp: ControlPlane;
+const NATS_URL = process.env.RSTAR_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
+const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
+const tag = `cp${process.pid}${Date.now().toString(36)}`;
+
+describe('control-plane: archiver and runs API over real NATS and Postgres', () => {
+  let app: INestApplication;
+  let url: string;
+  let bus: JetStreamBus;
   beforeAll(async () => {
-    cp = await startControlPlane({ natsUrl: '', databaseUrl: '', port: 0, logger: createLogger('test', { write: () => {} }) });
+    ({ app, url } = await startService(
+      ControlPlaneModule.forRoot({ PORT: '0', HOST: '127.0.0.1', RSTAR_NATS_URL: NATS_URL, RSTAR_STREAM: tag.toUpperCase(), RSTAR_SUBJECT_PREFIX: tag, RSTAR_DATABASE_URL: PG_URL, RSTAR_DB_SCHEMA: tag }),
+      'control-plane',
+    ));
+    await until(async () => (await fetch(`${url}/health/ready`)).ok, 'control-plane to be ready');
+    bus = await JetStreamBus.connect({ servers: NATS_URL, stream: tag.toUpperCase(), subjectPrefix: tag });
     const run = 'run-api';
-    await cp.runtime.bus.publish([
-      makeEvent('RunStarted', { runId: run, streamId: `run-${run}`, key: run, producer: 't', data: { config: {}, seed: 1, codeVersion: 'x', mode: 'standalone' } }),
+    await bus.publish([
+      makeEvent('RunStarted', { runId: run, streamId: `run-${run}`, key: run, producer: 't', data: { config: {}, seed: 1, codeVersion: 'x', mode: 'distributed' } }),
       ...Array.from({ length: 25 }, (_, i) =>
         makeEvent('StepCompleted', { runId: run, streamId: `run-${run}`, key: `${run}:${i}`, producer: 't', data: { step: i, stage: 's', metrics: { reward: i } } }),
       ),
       makeEvent('RunCompleted', { runId: run, streamId: `run-${run}`, key: run, producer: 't', data: { steps: 25, summary: {} } }),
     ]);
-    await cp.runtime.flush();
+    await until(async () => ((await (await fetch(`${url}/v1/archive`)).json()) as { events: number }).events === 27, 'the 27 events to be archived');
   });
-  afterAll(async () => cp?.close());
+  afterAll(async () => {
+    await app?.close();
+    if (bus) {
+      await bus.jsm.streams.delete(bus.stream).catch(() => undefined);
+      await bus.close();
+    }
+    const c = new Client({ connectionString: PG_URL });
+    await c.connect();
+    await c.query(`DROP SCHEMA IF EXISTS "${tag}" CASCADE`);
+    await c.end();
+  });
 
-  it('lists runs and pages a run\'s events with a cursor and a type filter', async () => {
-    const runs = (await (await fetch(`${cp.url}/v1/runs`)).json()) as any;
+  it("lists runs and pages a run's events with a cursor and a type filter", async () => {
+    const runs = (await (await fetch(`${url}/v1/runs`)).json()) as any;
     expect(runs.runs).toEqual([expect.objectContaining({ runId: 'run-api', events: 27, status: 'completed' })]);
     const ids: string[] = [];
     let after = '';
     for (;;) {
-      const r = await fetch(`${cp.url}/v1/runs/run-api/events?type=StepCompleted&limit=10${after ? `&after=${after}` : ''}`);
+      const r = await fetch(`${url}/v1/runs/run-api/events?type=StepCompleted&limit=10${after ? `&after=${after}` : ''}`);
       expect(r.status).toBe(200);
       const page = (await r.json()) as any;
       if (!page.events.length) break;
@@ -37,19 +63,22 @@ describe('control-plane HTTP API (standalone runtime)', () => {
   });
 
   it('rejects bad query parameters with 400 naming the field', async () => {
-    const bad = await fetch(`${cp.url}/v1/runs/run-api/events?type=Nope`);
+    const bad = await fetch(`${url}/v1/runs/run-api/events?type=Nope`);
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as any).message).toContain('"type"');
-    const badAfter = await fetch(`${cp.url}/v1/runs/run-api/events?after=xyz`);
+    const badAfter = await fetch(`${url}/v1/runs/run-api/events?after=xyz`);
     expect(badAfter.status).toBe(400);
     expect(((await badAfter.json()) as any).message).toContain('"after"');
   });
 
-  it('serves health and Prometheus metrics', async () => {
-    const h = (await (await fetch(`${cp.url}/health`)).json()) as any;
-    expect(h).toMatchObject({ status: 'ok', mode: 'standalone', events: 27, archiverLag: 0 });
-    const m = await (await fetch(`${cp.url}/metrics`)).text();
+  it('serves liveness, readiness of NATS, Postgres and the archiver, and Prometheus metrics', async () => {
+    expect(await (await fetch(`${url}/health/live`)).json()).toMatchObject({ status: 'ok', service: 'control-plane' });
+    const ready = (await (await fetch(`${url}/health/ready`)).json()) as any;
+    expect(ready).toMatchObject({ status: 'ok', info: { nats: { status: 'up' }, postgres: { status: 'up' }, archiver: { status: 'up' } } });
+    expect(await (await fetch(`${url}/v1/archive`)).json()).toEqual({ events: 27, archiverLag: 0 });
+    const m = await (await fetch(`${url}/metrics`)).text();
     expect(m).toContain('rstar_archiver_events_total{result="appended"}');
     expect(m).toContain('rstar_consumer_lag');
+    expect(m).toContain('rstar_process_cpu_seconds_total');
   });
 });

@@ -1,17 +1,19 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import type { Runtime } from '@rstar/runtime';
-import { HealthController } from './health.controller';
+import { BusModule, EventStoreModule, HealthModule, MetricsModule, ServiceConfigModule } from '@rstar/nest-runtime';
+import { ArchiveController } from './archive.controller';
+import { ArchiverWorker } from './archiver.worker';
+import { controlPlaneEnv } from './control-plane.config';
 import { RunsController } from './runs.controller';
-import { RUNTIME } from './tokens';
 
-/** Nest wiring of the control plane around an already-connected {@link Runtime}. */
+/** control-plane: the archiver (bus -> Postgres) and the runs API. `env` defaults to `process.env`. */
 @Module({})
 export class ControlPlaneModule {
-  static forRuntime(runtime: Runtime): DynamicModule {
+  static forRoot(env: Record<string, string | undefined> = process.env): DynamicModule {
     return {
       module: ControlPlaneModule,
-      controllers: [RunsController, HealthController],
-      providers: [{ provide: RUNTIME, useValue: runtime }],
+      imports: [ServiceConfigModule.forRoot(controlPlaneEnv, env), HealthModule.forService('control-plane'), MetricsModule, BusModule.forRootAsync(), EventStoreModule.forRootAsync()],
+      controllers: [RunsController, ArchiveController],
+      providers: [ArchiverWorker],
     };
   }
 }

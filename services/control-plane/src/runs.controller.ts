@@ -1,18 +1,17 @@
-import { BadRequestException, Controller, Get, Inject, Param, Query } from '@nestjs/common';
+import { BadRequestException, Controller, Get, Param, Query } from '@nestjs/common';
 import { EVENT_TYPES, type EventType } from '@rstar/contracts';
 import { decodePosition, encodePosition, EventStoreError, START } from '@rstar/event-store';
-import type { Runtime } from '@rstar/runtime';
-import { RUNTIME } from './tokens';
+import { StoreConnection } from '@rstar/nest-runtime';
 
 /** The runs API: the archive's runs and their events, paged by an opaque `<txid>-<position>` cursor. */
 @Controller('v1/runs')
 export class RunsController {
-  constructor(@Inject(RUNTIME) private readonly rt: Runtime) {}
+  constructor(private readonly store: StoreConnection) {}
 
   /** `GET /v1/runs?limit=` -> `{ runs: RunSummary[] }`, newest first. */
   @Get()
   async list(@Query('limit') limit?: string) {
-    return { runs: await this.rt.store.listRuns({ limit: parseLimit(limit, 100) }) };
+    return { runs: await this.store.current().listRuns({ limit: parseLimit(limit, 100) }) };
   }
 
   /**
@@ -32,7 +31,7 @@ export class RunsController {
       throw new BadRequestException(`query "type": unknown event type(s) ${unknown.join(', ')}; known: ${EVENT_TYPES.join(', ')}`);
     }
     try {
-      const page = await this.rt.store.readRun(runId, {
+      const page = await this.store.current().readRun(runId, {
         after: after ? decodePosition(after) : START,
         limit: parseLimit(limit, 1000),
         types: types as EventType[],

@@ -1,12 +1,13 @@
-import { Body, Controller, Get, Header, HttpCode, HttpException, Inject, Post, Res } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, HttpException, Inject, Post, Res } from '@nestjs/common';
+import { InvalidRequestError, resolveRequest, DEFAULT_MAXIMA, type ExecResult, type SandboxPool } from '@rstar/sandbox';
+import { executeMeasured, type ToolExecutionMetrics } from '@rstar/tool-calls';
+import { SANDBOX_POOL, TOOL_METRICS } from './tokens';
+
 /** The part of the HTTP response the controller touches. */
 interface HttpResponse {
   status(code: number): unknown;
   setHeader(name: string, value: string): unknown;
 }
-import { InvalidRequestError, resolveRequest, DEFAULT_MAXIMA, type ExecResult, type SandboxPool } from '@rstar/sandbox';
-import { SANDBOX_POOL, TOOL_METRICS } from './tokens';
-import { executeMeasured, type ToolExecutionMetrics } from './tool-execution.metrics';
 
 /** Most requests one batch may carry. */
 export const MAX_BATCH = 1024;
@@ -14,7 +15,8 @@ export const MAX_BATCH = 1024;
 /**
  * HTTP API of tool-execution: `POST /v1/execute` (one `ExecRequest` -> `ExecResult`; 400 naming the
  * field for an invalid request, 429 + Retry-After when overloaded), `POST /v1/execute/batch`
- * (`{requests: ExecRequest[]}` -> `{results}` in order), `GET /health`, `GET /metrics`.
+ * (`{requests: ExecRequest[]}` -> `{results}` in order), `GET /v1/sandbox` (the pool's health: isolation,
+ * workers, queue, Python). Probes and metrics are nest-runtime's `/health/*` and `/metrics`.
  */
 @Controller()
 export class ExecuteController {
@@ -55,16 +57,8 @@ export class ExecuteController {
     return { results };
   }
 
-  @Get('health')
-  health(): unknown {
-    const h = this.pool.health();
-    if (!h.ok) throw new HttpException(h, 503);
-    return h;
-  }
-
-  @Get('metrics')
-  @Header('Content-Type', 'text/plain; version=0.0.4')
-  async metricsText(): Promise<string> {
-    return this.metrics.registry.metrics();
+  @Get('v1/sandbox')
+  sandbox(): unknown {
+    return this.pool.health();
   }
 }

@@ -1,34 +1,46 @@
+import 'reflect-metadata';
 import { connect } from '@nats-io/transport-node';
+import type { INestApplication } from '@nestjs/common';
 import { makeEvent, streams, type RstarEvent } from '@rstar/contracts';
-import { InProcessBus } from '@rstar/messaging';
+import { JetStreamBus } from '@rstar/messaging';
+import { startService } from '@rstar/nest-runtime';
+import { until } from '@rstar/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startToolExecution, type ToolExecution } from './index';
+import { ToolExecutionModule } from './tool-execution.module';
 
 const NATS_URL = process.env.RSTAR_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
-const SUBJECT = `test.${process.pid}.${Date.now()}.tool.execute`;
+const tag = `te${process.pid}${Date.now().toString(36)}`;
+const SUBJECT = `rr${tag}.tool.execute`; // outside the stream's `<tag>.>` subjects, or JetStream would ack the request itself
 
-let svc: ToolExecution;
-let bus: InProcessBus;
+let app: INestApplication;
+let url: string;
+let bus: JetStreamBus;
 
 async function post(path: string, body: unknown): Promise<{ status: number; body: any; headers: Headers }> {
-  const r = await fetch(svc.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const r = await fetch(url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   return { status: r.status, body: await r.json(), headers: r.headers };
 }
 
 beforeAll(async () => {
-  bus = new InProcessBus({ subjectPrefix: `t${process.pid}` });
-  svc = await startToolExecution({
-    pool: { workers: 2, queueLimit: 8, maxima: { timeoutMs: 3000 }, onWarning: () => undefined },
-    natsUrl: NATS_URL,
-    subject: SUBJECT,
-    bus,
-    durable: `tool-exec-test-${process.pid}`,
-  });
+  // The service as `main.ts` builds it, on real NATS (a stream and subjects of its own) and a real sandbox.
+  ({ app, url } = await startService(
+    ToolExecutionModule.forRoot({
+      PORT: '0', HOST: '127.0.0.1', RSTAR_NATS_URL: NATS_URL, RSTAR_STREAM: tag.toUpperCase(), RSTAR_SUBJECT_PREFIX: tag,
+      RSTAR_SANDBOX_WORKERS: '2', RSTAR_SANDBOX_QUEUE_LIMIT: '8', RSTAR_SANDBOX_MAX_TIMEOUT_MS: '3000',
+      RSTAR_TOOL_EXECUTE_SUBJECT: SUBJECT, RSTAR_TOOL_DURABLE: `tool-exec-${tag}`,
+    }),
+    'tool-execution',
+  ));
+  bus = await JetStreamBus.connect({ servers: NATS_URL, stream: tag.toUpperCase(), subjectPrefix: tag });
+  await until(async () => (await fetch(`${url}/health/ready`)).ok, 'tool-execution to be ready');
 });
 
 afterAll(async () => {
-  await svc?.close();
-  await bus?.close();
+  await app?.close();
+  if (bus) {
+    await bus.jsm.streams.delete(bus.stream).catch(() => undefined);
+    await bus.close();
+  }
 });
 
 describe('tool-execution service', () => {
@@ -72,10 +84,12 @@ describe('tool-execution service', () => {
     expect((await post('/v1/execute', { code: 'print(2)' })).body.stdout).toBe('2\n');
   });
 
-  it('GET /health and /metrics report isolation, queue, sessions, latency and statuses', async () => {
-    const h = await (await fetch(svc.url + '/health')).json();
+  it('GET /v1/sandbox, /health/ready and /metrics report isolation, queue, sessions, latency and statuses', async () => {
+    const h = await (await fetch(url + '/v1/sandbox')).json();
     expect(h).toMatchObject({ ok: true, isolation: 'bwrap', cgroup: 'v1', intMaxStrDigits: 0 });
-    const m = await (await fetch(svc.url + '/metrics')).text();
+    const ready = (await (await fetch(url + '/health/ready')).json()) as any;
+    expect(ready).toMatchObject({ status: 'ok', info: { nats: { status: 'up' }, sandbox: { status: 'up' }, 'tool-calls': { status: 'up' } } });
+    const m = await (await fetch(url + '/metrics')).text();
     expect(m).toMatch(/rstar_tool_exec_latency_seconds_bucket\{le="0.05",status="ok"\}/);
     expect(m).toMatch(/rstar_tool_exec_total\{status="overloaded"\} \d+/);
     expect(m).toMatch(/rstar_tool_exec_queue_depth \d+/);
@@ -112,10 +126,9 @@ describe('tool-execution service', () => {
         data: { callId, rolloutId: 'ro-1', turn, tool: 'jupyter_code', code, limits: { timeoutMs: 3000, memoryMb: 256 } },
       });
     await bus.publish(request('c1', 0, 'k = 21'));
-    const until = Date.now() + 20_000;
-    while (!done.has('c1') && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    await until(() => done.has('c1'), 'ToolCallCompleted of c1');
     await bus.publish(request('c2', 1, 'k * 2'));
-    while (!done.has('c2') && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    await until(() => done.has('c2'), 'ToolCallCompleted of c2');
     await sub.drain();
     expect(done.get('c1')?.data.status).toBe('ok');
     expect(done.get('c2')?.data).toMatchObject({ status: 'ok', stdout: '42\n', sessionReset: false, rolloutId: 'ro-1', turn: 1 });

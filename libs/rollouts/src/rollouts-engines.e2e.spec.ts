@@ -7,9 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBuiltinEngine, type BuiltinEngine } from './builtin-engine';
-import { SglangAdapter } from './engine/sglang.adapter';
-import { EnginePool } from './engine/engine.pool';
+import { startBuiltinEngine, type BuiltinEngine, SglangAdapter, EnginePool } from '@rstar/engines';
 import { PolicyServingHandler } from './policy-serving.handler';
 
 /*

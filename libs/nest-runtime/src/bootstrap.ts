@@ -1,0 +1,79 @@
+import { ConsoleLogger, type DynamicModule, type INestApplication, type Type } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import { NestFactory } from '@nestjs/core';
+import { RstarError } from '@rstar/contracts';
+import { createLogger } from '@rstar/telemetry';
+import { ServiceConfigError } from './service-config';
+
+/** The port a service was told to use is taken; the message says by whom and the fix. */
+export class PortInUseError extends RstarError {
+  constructor(message: string) {
+    super('port_in_use', message, 'PORT');
+  }
+}
+
+/** Who answers `/health/live` on a port (another rstar service names itself), or null. */
+async function holderOf(port: number): Promise<string | null> {
+  try {
+    const r = await fetch(`http://127.0.0.1:${port}/health/live`, { signal: AbortSignal.timeout(1_000) });
+    const body = (await r.json()) as { service?: string; pid?: number };
+    return body.service ? `the rstar service "${body.service}" (pid ${body.pid})` : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A started service. */
+export interface StartedService {
+  app: INestApplication;
+  /** `http://127.0.0.1:<port>` (the port actually bound when PORT=0). */
+  url: string;
+}
+
+/**
+ * Create the service's Nest application from its root module, enable shutdown hooks (SIGTERM/SIGINT
+ * run every `beforeApplicationShutdown`/`onApplicationShutdown` hook: workers drain, then the bus and
+ * archive close), and listen on the validated `PORT`/`HOST`. Logs are Nest's ConsoleLogger in JSON.
+ * @throws ServiceConfigError for a bad setting; PortInUseError when the port is taken (naming the rstar
+ * service that holds it, when it is one).
+ */
+export async function startService(module: Type | DynamicModule, service: string): Promise<StartedService> {
+  const app = await NestFactory.create(module, {
+    logger: new ConsoleLogger({ json: true, prefix: service, logLevels: ['error', 'warn'] }),
+    abortOnError: false,
+  });
+  app.enableShutdownHooks();
+  const cfg = app.get(ConfigService);
+  const port = Number(cfg.get('PORT'));
+  const host = String(cfg.get('HOST') ?? '0.0.0.0');
+  try {
+    await app.listen(port, host);
+  } catch (e) {
+    await app.close().catch(() => undefined);
+    if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      const holder = await holderOf(port);
+      throw new PortInUseError(`${service}: port ${port} is already in use${holder ? ` by ${holder}` : ' by another program'}; set PORT to a free port`);
+    }
+    throw e;
+  }
+  const bound = (app.getHttpServer().address() as { port: number }).port;
+  return { app, url: `http://127.0.0.1:${bound}` };
+}
+
+/**
+ * A service's `main`: {@link startService}, then one JSON line `{"event":"listening",...}` on stdout.
+ * A bad setting or a taken port ends the process with code 2 and one error line naming the variable and
+ * the fix; dependencies that are not up yet never end it (they are retried, see `Dependency`).
+ */
+export async function runService(module: Type | DynamicModule, service: string): Promise<void> {
+  const log = createLogger(service);
+  try {
+    const { url } = await startService(module, service);
+    process.stdout.write(JSON.stringify({ event: 'listening', service, url, pid: process.pid }) + '\n');
+    process.once('exit', () => log.info('stopped'));
+  } catch (e) {
+    const known = e instanceof ServiceConfigError || e instanceof PortInUseError;
+    log.error(known ? (e as Error).message : 'failed to start', { err: e, ...(known ? { field: (e as RstarError).field } : { stack: (e as Error).stack }) });
+    process.exit(known ? 2 : 1);
+  }
+}

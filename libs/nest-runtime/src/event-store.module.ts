@@ -1,0 +1,28 @@
+import { Global, Module, type DynamicModule } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import { ReadinessRegistry } from './readiness.registry';
+import { SERVICE_NAME } from './service-identity';
+import { StoreConnection } from './store.connection';
+
+/**
+ * The Postgres event archive ({@link StoreConnection}) from `RSTAR_DATABASE_URL` and `RSTAR_DB_SCHEMA`
+ * (see `storeEnv`). Imported only by the services that read or write the archive. Global.
+ */
+@Global()
+@Module({})
+export class EventStoreModule {
+  static forRootAsync(): DynamicModule {
+    return {
+      module: EventStoreModule,
+      providers: [
+        {
+          provide: StoreConnection,
+          inject: [ConfigService, ReadinessRegistry, SERVICE_NAME],
+          useFactory: (cfg: ConfigService, registry: ReadinessRegistry, service: string) =>
+            new StoreConnection({ connectionString: cfg.get('RSTAR_DATABASE_URL'), schema: cfg.get('RSTAR_DB_SCHEMA') }, registry, service),
+        },
+      ],
+      exports: [StoreConnection],
+    };
+  }
+}

@@ -1,0 +1,29 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { ConfigModule } from '@nestjs/config';
+import type { z } from 'zod';
+import { parseServiceEnv } from './service-config';
+
+/**
+ * The settings of a service, validated once at start with its zod schema through @nestjs/config
+ * (`ConfigService<Env, true>.get('PORT', {infer: true})`). Global, so every module of the service reads
+ * the same validated values. `env` defaults to `process.env` (tests pass their own).
+ * A bad value fails the start with a {@link ServiceConfigError} naming the variable and the fix.
+ */
+@Module({})
+export class ServiceConfigModule {
+  static forRoot<S extends z.ZodType>(schema: S, env: Record<string, string | undefined> = process.env): DynamicModule {
+    return {
+      module: ServiceConfigModule,
+      global: true,
+      imports: [
+        ConfigModule.forRoot({
+          ignoreEnvFile: true,
+          skipProcessEnv: true,
+          cache: true,
+          load: [() => parseServiceEnv(schema, env) as Record<string, unknown>],
+        }),
+      ],
+      exports: [ConfigModule],
+    };
+  }
+}

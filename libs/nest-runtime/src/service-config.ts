@@ -1,0 +1,70 @@
+import { RstarError } from '@rstar/contracts';
+import { z } from 'zod';
+
+/**
+ * A missing or bad service setting. `field` is the environment variable; the message says what was
+ * found, what is expected and the fix. The one config error of every service.
+ */
+export class ServiceConfigError extends RstarError {
+  declare readonly field: string;
+  constructor(message: string, field: string) {
+    super('invalid_service_config', message, field);
+  }
+}
+
+/** A TCP port setting (`0` = any free port). */
+export const portVar = (dflt: number) =>
+  z.coerce.number().int().min(0).max(65_535).default(dflt).describe('a TCP port number (0..65535)');
+
+/** An optional string setting: unset and empty both mean "not given". */
+export const optionalVar = (fix: string) =>
+  z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()).describe(fix);
+
+/** An integer setting with a lower bound. */
+export const intVar = (dflt: number, min: number, fix: string) => z.coerce.number().int().min(min).default(dflt).describe(fix);
+
+/**
+ * The settings every service reads: `PORT`, `HOST` (default 0.0.0.0, as a container needs), and the bus:
+ * `RSTAR_NATS_URL` (comma-separated servers), `RSTAR_STREAM` / `RSTAR_SUBJECT_PREFIX` (isolation of several
+ * deployments on one NATS).
+ */
+export const baseServiceEnv = (defaultPort: number) =>
+  z.object({
+    PORT: portVar(defaultPort),
+    HOST: z.string().min(1).default('0.0.0.0').describe('the interface to listen on, e.g. 0.0.0.0 or 127.0.0.1'),
+    RSTAR_NATS_URL: z.string().min(1).default('nats://127.0.0.1:4222').describe('the NATS server URL(s), comma-separated, e.g. nats://127.0.0.1:4222'),
+    RSTAR_STREAM: optionalVar('the JetStream stream name (default RSTAR)'),
+    RSTAR_SUBJECT_PREFIX: optionalVar('the subject prefix (default rstar)'),
+  });
+
+/** The archive settings of a service that reads or writes it. */
+export const storeEnv = z.object({
+  RSTAR_DATABASE_URL: z
+    .string({ error: 'is not set' })
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .describe('the Postgres archive, e.g. postgres://rstar:rstar@127.0.0.1:5432/rstar'),
+  RSTAR_DB_SCHEMA: optionalVar('the event-store schema (default rstar), a lowercase identifier'),
+});
+
+/**
+ * Validate `env` against `schema` and return the typed settings.
+ * @throws ServiceConfigError for the first bad variable: its name, the problem, and the fix from the
+ * field's `.describe()` text.
+ */
+export function parseServiceEnv<S extends z.ZodType>(schema: S, env: Record<string, string | undefined>): z.infer<S> {
+  const r = schema.safeParse(env);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0];
+  const name = String(issue.path[0] ?? '(settings)');
+  const raw = env[name];
+  const fix = fieldDescription(schema, name);
+  throw new ServiceConfigError(
+    `${name} ${raw === undefined ? 'is not set' : `is "${raw}"`}: ${issue.message}${fix ? `; set it to ${fix}` : ''}`,
+    name,
+  );
+}
+
+function fieldDescription(schema: z.ZodType, name: string): string | undefined {
+  const shape = (schema as unknown as { shape?: Record<string, z.ZodType> }).shape;
+  return shape?.[name]?.description;
+}

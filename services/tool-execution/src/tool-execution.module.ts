@@ -1,0 +1,29 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { BusModule, HealthModule, MetricsModule, parseServiceEnv, ServiceConfigModule } from '@rstar/nest-runtime';
+import { ExecuteController } from './execute.controller';
+import { sandboxProviders } from './sandbox-pool.provider';
+import { ToolCallsWorker } from './tool-calls.worker';
+import { toolExecutionEnv } from './tool-execution.config';
+
+/**
+ * tool-execution: the sandbox pool behind HTTP (`/v1/execute`, `/v1/execute/batch`), and, unless
+ * `RSTAR_NATS_URL=off`, behind NATS (`ToolCallRequested` -> `ToolCallCompleted`, `tool.execute`
+ * request/reply). `env` defaults to `process.env`.
+ */
+@Module({})
+export class ToolExecutionModule {
+  static forRoot(env: Record<string, string | undefined> = process.env): DynamicModule {
+    const busOn = parseServiceEnv(toolExecutionEnv, env).RSTAR_NATS_URL !== 'off';
+    return {
+      module: ToolExecutionModule,
+      imports: [
+        ServiceConfigModule.forRoot(toolExecutionEnv, env),
+        HealthModule.forService('tool-execution'),
+        MetricsModule,
+        ...(busOn ? [BusModule.forRootAsync()] : []),
+      ],
+      controllers: [ExecuteController],
+      providers: [...sandboxProviders, ...(busOn ? [ToolCallsWorker] : [])],
+    };
+  }
+}
