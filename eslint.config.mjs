@@ -1,14 +1,38 @@
 import js from '@eslint/js';
+import nx from '@nx/eslint-plugin';
 import tseslint from 'typescript-eslint';
 
+// The dependency rules of the house (ARCHITECTURE §2): libs import only libs; services and the CLI import
+// libs; nothing imports a service or the CLI; no import cycles (type-only imports included). Projects carry
+// these tags in their project.json; test/architecture/module-boundaries.int.spec.ts runs this rule in CI.
+const boundaries = (extraForTests) => [
+  'error',
+  {
+    enforceBuildableLibDependency: false,
+    allowCircularSelfDependency: false,
+    checkDynamicDependenciesExceptions: [],
+    depConstraints: [
+      { sourceTag: 'type:lib', onlyDependOnLibsWithTags: ['type:lib', ...extraForTests] },
+      { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:lib', ...extraForTests] },
+      { sourceTag: 'type:cli', onlyDependOnLibsWithTags: ['type:lib'] },
+      { sourceTag: 'type:test-support', onlyDependOnLibsWithTags: ['type:lib'] },
+      { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:lib', 'type:test-support'] },
+    ],
+  },
+];
+
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '**/dist/**', '.venv/**', '.nx/**', 'runs/**', 'reports/**'] },
+  { ignores: ['**/node_modules/**', '**/dist/**', '.venv/**', '**/.venv/**', '.nx/**', 'runs/**', 'reports/**', '.rstar/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
+    plugins: { '@nx': nx },
     rules: {
       '@typescript-eslint/no-explicit-any': 'off',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@nx/enforce-module-boundaries': boundaries([]),
     },
   },
+  // Spec files may also use the shared test helpers (@rstar/testing).
+  { files: ['**/*.spec.ts'], rules: { '@nx/enforce-module-boundaries': boundaries(['type:test-support']) } },
 );

@@ -8,6 +8,7 @@ const paths: Record<string, string[]> = JSON.parse(
   readFileSync(resolve(import.meta.dirname, 'tsconfig.base.json'), 'utf8'),
 ).compilerOptions.paths;
 const alias = Object.fromEntries(Object.entries(paths).map(([k, v]) => [k, resolve(import.meta.dirname, v[0])]));
+const roots = ['libs', 'services', 'test'];
 
 export default defineConfig({
   // swc keeps decorator metadata for NestJS; esbuild (vite's default) drops it.
@@ -15,7 +16,6 @@ export default defineConfig({
   resolve: { alias },
   test: {
     globals: false,
-    globalSetup: ['test/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
@@ -23,7 +23,19 @@ export default defineConfig({
     reporters: process.env.CI ? ['default', 'json'] : ['default'],
     outputFile: { json: '.rstar/test-results.json' },
     maxWorkers: 2,
-    include: ['libs/**/*.spec.ts', 'services/**/*.spec.ts', 'test/**/*.spec.ts'],
     exclude: ['**/node_modules/**', '**/dist/**'],
+    // `pnpm test` runs both projects; `pnpm test:unit` only the unit one, which needs no Postgres or NATS.
+    projects: [
+      { extends: true, test: { name: 'unit', include: roots.map((r) => `${r}/**/*.unit.spec.ts`) } },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: roots.flatMap((r) => [`${r}/**/*.int.spec.ts`, `${r}/**/*.e2e.spec.ts`]),
+          // Starts the real Postgres and NATS the integration tests use, when they are not running.
+          globalSetup: ['test/global-setup.ts'],
+        },
+      },
+    ],
   },
 });

@@ -62,12 +62,12 @@ describe('chaos: SIGKILL one service mid-run and restart it', () => {
     nats = await startPrivateNats();
     db = await createPrivateDatabase(PG_URL, dbName);
     engine = await startBuiltinEngine({ port: 0, host: '127.0.0.1', checkpointDir: FIXTURE_CKPT, kvCapacityTokens: 160 * 64 });
-    const common = { RSTAR_NATS_URL: nats.url, RSTAR_DATABASE_URL: db.url, LOG_LEVEL: 'warn' };
+    const common = { RSTAR_NATS_URL: nats.url, RSTAR_DATABASE_URL: db.url, RSTAR_LOG_LEVEL: 'warn' };
     const engines = `builtin=${engine.url}`;
     const env: Record<Svc, Record<string, string>> = {
       'control-plane': { RSTAR_ARCHIVER_ACK_WAIT_MS: ACK_WAIT_MS },
       'tool-execution': { RSTAR_SANDBOX_WORKERS: '1' },
-      'reward-grading': { GRADER_SANDBOX_WORKERS: '1' },
+      'reward-grading': { RSTAR_GRADER_SANDBOX_WORKERS: '1' },
       resampling: {},
       optimization: { RSTAR_ENGINES: engines, RSTAR_CHECKPOINT_DIR: ckptDir },
       // A fixed instance id: the restart resumes the dead instance's tool-result and policy durables.

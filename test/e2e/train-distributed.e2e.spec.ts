@@ -76,7 +76,9 @@ describe('rstar train --remote: the tiny preset learns over JetStream + Postgres
     const adapters = createEngines([`builtin=${engine.url}`]);
     const services = await startRolloutServices({ bus, store, runId, config, sandbox, engines: adapters, tokenizer });
     stops.unshift(() => services.stop());
-    const consumer = new RunStartConsumer(bus, store, { engines: adapters, checkpointRoot: out, durable: `optimization-runs-${tag}` });
+    // The rollout path's durables are scoped to this run (startRolloutServices); the archiver's is the default.
+    const pipeline = ['tool-execution', 'reward-grading', 'resampling', 'policy-serving-rollouts'].map((d) => `${d}-${runId}`).concat('archiver');
+    const consumer = new RunStartConsumer(bus, store, { engines: adapters, checkpointRoot: out, durable: `optimization-runs-${tag}`, pipeline });
     await consumer.start();
     stops.unshift(() => consumer.stop());
 
@@ -84,7 +86,7 @@ describe('rstar train --remote: the tiny preset learns over JetStream + Postgres
     const tools = poolToolExecutor(sandbox, config.tool.outputChars);
     before = await evaluatePassAt1(adapters[0], tokenizer, tools, heldOut, heldOutEvalOptions(config));
     log(`pass@1 before RL: ${(before.passAt1 * 100).toFixed(1)}%`);
-    await submitRemoteRun(config, { bus, runId, onLine: (l) => { lines.push(l); log(l); } });
+    await submitRemoteRun(config, { bus, runId, consumers: [`optimization-runs-${tag}`, ...pipeline], onLine: (l) => { lines.push(l); log(l); } });
     await runtime.flush();
     events = await readRunEvents(store, runId);
     const last = events.filter((e): e is RstarEvent<'PolicyUpdated'> => e.type === 'PolicyUpdated').reduce((v, e) => Math.max(v, e.data.version), 0);

@@ -78,19 +78,18 @@ export interface ServiceProcessOptions {
   name: string;
   /** Entry file relative to the repo root, e.g. `services/tool-execution/src/main.ts`. */
   entry: string;
-  /** Port the service's `/health` listens on (passed as env `PORT`). */
+  /** Port the service listens on (passed as env `PORT`). */
   port: number;
   /** Extra environment (merged over this process's environment). */
   env: Record<string, string>;
-  /** Startup deadline in ms (default 90 000: tsx + NestJS on a busy 2-core machine). */
+  /** Startup deadline in ms (default 90 000: swc + NestJS on a busy 2-core machine). */
   startTimeoutMs?: number;
 }
 
 /**
- * One rstar service run as a real child process (`node --import tsx <entry>`, one process, so SIGKILL hits
+ * One rstar service run as a real child process (`node -r @swc-node/register <entry>`: swc keeps the decorator metadata Nest injects by, which tsx drops; one process, so SIGKILL hits
  * the service itself and not a wrapper), in its own process group. `start()` resolves when `GET
- * /health` answers 200 — every service subscribes its handlers before it listens, so a healthy service is
- * on the bus. `kill()` is a SIGKILL of the group (the chaos case); `stop()` is SIGTERM, then SIGKILL.
+ * /health/ready` answers 200: the service is connected and its workers have subscribed their handlers. `kill()` is a SIGKILL of the group (the chaos case); `stop()` is SIGTERM, then SIGKILL.
  * The last 64 KiB of output is kept for error messages.
  */
 export class ServiceProcess {
@@ -114,7 +113,7 @@ export class ServiceProcess {
   async start(): Promise<void> {
     if (this.running) throw new ServiceProcessError(this.opts.name, 'start() called while it is running');
     this.out = '';
-    const child = spawn(process.execPath, ['--import', 'tsx', this.opts.entry], {
+    const child = spawn(process.execPath, ['-r', '@swc-node/register', this.opts.entry], {
       cwd: REPO_ROOT,
       env: { ...process.env, ...this.opts.env, PORT: String(this.opts.port) },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -127,7 +126,7 @@ export class ServiceProcess {
     };
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);
-    const url = `http://127.0.0.1:${this.opts.port}/health`;
+    const url = `http://127.0.0.1:${this.opts.port}/health/ready`;
     await pollUntil(
       `${this.opts.name} to answer ${url}`,
       async () => {

@@ -196,6 +196,24 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
     }
   }
 
+  /**
+   * Which of these durable consumers do not exist on the stream yet. A new durable starts at new messages,
+   * so work published before a service first subscribed would never reach it: whoever starts work (the CLI
+   * submitting a run, the step driver starting one) first waits until the consumers of the pipeline exist.
+   */
+  async missingConsumers(names: readonly string[]): Promise<string[]> {
+    const missing: string[] = [];
+    for (const name of names) {
+      try {
+        await this.jsm.consumers.info(this.stream, name);
+      } catch (e) {
+        if (!/not found/i.test((e as Error).message)) throw e;
+        missing.push(name);
+      }
+    }
+    return missing;
+  }
+
   /** @internal Publish the dead letter, then the caller terms the message. */
   async deadLetter(consumer: string, m: JsMsg, reason: string, field: string | null): Promise<void> {
     const subject = toContractSubject(this.prefix, m.subject);

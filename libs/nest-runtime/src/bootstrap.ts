@@ -42,7 +42,8 @@ export async function startService(module: Type | DynamicModule, service: string
     logger: new ConsoleLogger({ json: true, prefix: service, logLevels: ['error', 'warn'] }),
     abortOnError: false,
   });
-  app.enableShutdownHooks();
+  // process.exit(0) after the hooks ran (instead of re-raising the signal): a clean stop exits 0 and prints its "stopped" line.
+  app.enableShutdownHooks(['SIGTERM', 'SIGINT'], { useProcessExit: true });
   const cfg = app.get(ConfigService);
   const port = Number(cfg.get('PORT'));
   const host = String(cfg.get('HOST') ?? '0.0.0.0');
@@ -56,12 +57,18 @@ export async function startService(module: Type | DynamicModule, service: string
     }
     throw e;
   }
-  const bound = (app.getHttpServer().address() as { port: number }).port;
+  const server = app.getHttpServer() as import('node:http').Server;
+  // Idle keep-alive connections outlive a client's or load balancer's own idle timeout, so the client side
+  // closes them: a server closing first races a request sent at that moment (the client gets ECONNRESET).
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  const bound = (server.address() as { port: number }).port;
   return { app, url: `http://127.0.0.1:${bound}` };
 }
 
 /**
- * A service's `main`: {@link startService}, then one JSON line `{"event":"listening",...}` on stdout.
+ * A service's `main`: {@link startService}, then one JSON line `{"event":"listening",...}` on stdout (and
+ * `{"event":"stopped",...}` when it exits).
  * A bad setting or a taken port ends the process with code 2 and one error line naming the variable and
  * the fix; dependencies that are not up yet never end it (they are retried, see `Dependency`).
  */
@@ -70,7 +77,7 @@ export async function runService(module: Type | DynamicModule, service: string):
   try {
     const { url } = await startService(module, service);
     process.stdout.write(JSON.stringify({ event: 'listening', service, url, pid: process.pid }) + '\n');
-    process.once('exit', () => log.info('stopped'));
+    process.once('exit', (code) => process.stdout.write(JSON.stringify({ event: 'stopped', service, code }) + '\n'));
   } catch (e) {
     const known = e instanceof ServiceConfigError || e instanceof PortInUseError;
     log.error(known ? (e as Error).message : 'failed to start', { err: e, ...(known ? { field: (e as RstarError).field } : { stack: (e as Error).stack }) });

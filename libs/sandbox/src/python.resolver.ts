@@ -1,18 +1,26 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, realpathSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 
-/** Repository root (libs/sandbox/src -> ../../..). */
+/** Repository root (libs/sandbox/src -> ../../..; in a build, the service's dist folder). */
 export const REPO_ROOT = resolve(__dirname, '..', '..', '..');
-/** The zygote program shipped with this lib. */
+/** The zygote program shipped with this lib (copied next to the compiled lib by the service build). */
 export const ZYGOTE_PATH = resolve(__dirname, '..', 'python', 'zygote.py');
 
-/** Python binary: explicit option, else env RSTAR_PYTHON, else `<repoRoot>/.venv/bin/python`, else `python3`. */
+/** The nearest `.venv/bin/python` in `dir` or a folder above it (a build under dist/ finds the repo's). */
+function nearestVenvPython(dir: string): string | null {
+  for (let d = dir; ; d = dirname(d)) {
+    const p = join(d, '.venv', 'bin', 'python');
+    if (existsSync(p)) return p;
+    if (dirname(d) === d) return null;
+  }
+}
+
+/** Python binary: explicit option, else env RSTAR_PYTHON, else the nearest `.venv/bin/python` above this lib, else `python3`. */
 export function resolvePython(explicit?: string): string {
   if (explicit) return explicit;
   if (process.env.RSTAR_PYTHON) return process.env.RSTAR_PYTHON;
-  const venv = resolve(REPO_ROOT, '.venv', 'bin', 'python');
-  return existsSync(venv) ? venv : 'python3';
+  return nearestVenvPython(__dirname) ?? 'python3';
 }
 
 /** Where a Python install lives on disk: the directories a sandbox must bind read-only. */

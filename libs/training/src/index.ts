@@ -18,3 +18,4 @@ export * from './step-summary.line';
 export * from './report/run.report';
 export * from './report/ablation.report';
 export * from './report/svg.plot';
+export * from './pipeline.consumers';

@@ -1,5 +1,6 @@
 import { ids, makeEvent, streams, type RunConfig } from '@rstar/contracts';
 import { JetStreamBus, type EventBus } from '@rstar/messaging';
+import { pipelineDurables, waitForConsumers } from './pipeline.consumers';
 import { stepSummaryLine } from './step-summary.line';
 
 /** A remote run that ended with `RunFailed`. */
@@ -20,12 +21,18 @@ export interface RemoteSubmitOptions {
   runId?: string;
   stream?: string;
   subjectPrefix?: string;
+  /**
+   * Durable consumers that must exist before the run is published (default: the optimization service's
+   * `optimization-runs` (env RSTAR_RUNS_DURABLE) and {@link pipelineDurables}): a service that subscribes
+   * for the first time starts at new messages, so a run published before it would never reach it.
+   */
+  consumers?: readonly string[];
   onLine?: (line: string) => void;
 }
 
 /**
  * `rstar train --remote`: submit a run to the services (distributed mode, ARCHITECTURE §1 mode 2).
- * Publishes `RunStarted` (id `RunStarted:<runId>`, producer `cli`, the validated config); the
+ * Waits until the services' consumers exist (`consumers`), then publishes `RunStarted` (id `RunStarted:<runId>`, producer `cli`, the validated config); the
  * optimization service starts the run when it receives it (services/optimization/src/main.ts). Then
  * follows the run's `StepCompleted` events, one line each, until `RunCompleted` (resolves with the
  * run id) or `RunFailed` (throws {@link RemoteRunFailedError}).
@@ -38,6 +45,9 @@ export async function submitRemoteRun(config: RunConfig, opts: RemoteSubmitOptio
   const say = opts.onLine ?? (() => undefined);
   const total = config.stages.reduce((a, s) => a + s.steps, 0);
   try {
+    await waitForConsumers(bus, opts.consumers ?? [process.env.RSTAR_RUNS_DURABLE || 'optimization-runs', ...pipelineDurables()], {
+      onWait: (missing) => say(`waiting for the services to subscribe (no consumer yet: ${missing.join(', ')})`),
+    });
     const done = new Promise<void>((resolve, reject) => {
       void bus
         .subscribe({

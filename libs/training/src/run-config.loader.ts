@@ -1,9 +1,20 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { parseRunConfigYaml, type RunConfig } from '@rstar/contracts';
 
-/** The repository root (libs/training/src -> ../../..). */
-export const REPO_ROOT = resolve(__dirname, '../../..');
+/**
+ * The repository root, which relative data paths of a run config and the presets are resolved against: the
+ * nearest folder above this lib holding `pnpm-workspace.yaml` (also from a build under dist/), else (a
+ * service image without the workspace) the nearest one holding the `configs/` the build copied.
+ */
+export const REPO_ROOT = findUp(__dirname, 'pnpm-workspace.yaml') ?? findUp(__dirname, 'configs') ?? resolve(__dirname, '../../..');
+
+function findUp(from: string, entry: string): string | null {
+  for (let d = from; ; d = dirname(d)) {
+    if (existsSync(join(d, entry))) return d;
+    if (dirname(d) === d) return null;
+  }
+}
 /** Where the presets live: `configs/<name>.yaml`. */
 export const PRESET_DIR = join(REPO_ROOT, 'configs');
 

@@ -2,13 +2,14 @@ import type { EventStore } from '@rstar/event-store';
 import type { EventBus, Subscription } from '@rstar/messaging';
 import type { EngineAdapter } from '@rstar/engines';
 import { launchDistributedRun } from './distributed-run.launcher';
+import { pipelineDurables, waitForConsumers } from './pipeline.consumers';
 
 /**
  * The optimization service's run starter (distributed mode): consumes `RunStarted` with `mode:
  * distributed` (durable `optimization-runs`, one run at a time) and drives it with
  * {@link launchDistributedRun}. The message is acked only when the run has ended (the ack deadline is
  * extended meanwhile), so when the service is killed the run is redelivered to the next instance, which
- * resumes it from the archive. Standalone runs (`mode: standalone`) and reruns of a recorded step
+ * resumes it from the archive. Before a run starts it waits until every stage's consumer exists. Standalone runs (`mode: standalone`) and reruns of a recorded step
  * (`rerunOf` set, from `rstar replay rerun`) are ignored.
  */
 export class RunStartConsumer {
@@ -19,7 +20,14 @@ export class RunStartConsumer {
   constructor(
     private readonly bus: EventBus,
     private readonly store: EventStore,
-    private readonly opts: { engines: readonly EngineAdapter[]; checkpointRoot: string; durable?: string; log?: (msg: string, fields?: Record<string, unknown>) => void },
+    private readonly opts: {
+      engines: readonly EngineAdapter[];
+      checkpointRoot: string;
+      durable?: string;
+      /** Consumers of the other stages that must exist before a run's first step (default {@link pipelineDurables}). */
+      pipeline?: readonly string[];
+      log?: (msg: string, fields?: Record<string, unknown>) => void;
+    },
   ) {}
 
   async start(): Promise<void> {
@@ -35,6 +43,14 @@ export class RunStartConsumer {
         if (ev.data.rerunOf) return;
         this.active = ev.runId;
         try {
+          // A stage that subscribes after the first RolloutRequested would start past it.
+          await waitForConsumers(this.bus, this.opts.pipeline ?? pipelineDurables(), {
+            onWait: (missing) => {
+              ctx.working();
+              this.opts.log?.('waiting for the stages to subscribe before starting the run', { runId: ev.runId, missing });
+            },
+            reportEveryMs: 5_000,
+          });
           const r = await launchDistributedRun(ev, {
             bus: this.bus, store: this.store, engines: this.opts.engines, checkpointRoot: this.opts.checkpointRoot, working: () => ctx.working(), log: this.opts.log,
           });

@@ -43,13 +43,16 @@ export class RolloutsWorker extends BackgroundWorker {
   protected async launch(): Promise<Stoppable> {
     const bus = await this.bus.ready();
     const cfg = this.cfg;
-    const pool = await EnginePool.create(createEngines(cfg.get('RSTAR_ENGINES', { infer: true })), cfg.get('RSTAR_SCHEDULER', { infer: true }), {
+    const adapters = createEngines(cfg.get('RSTAR_ENGINES', { infer: true }));
+    const compact = cfg.get('RSTAR_COMPACT_PROMPT', { infer: true });
+    const pool = await EnginePool.create(adapters, cfg.get('RSTAR_SCHEDULER', { infer: true }), {
       onEngineState: (id, up, reason) => this.log.warn(up ? 'engine back in rotation' : 'engine out of rotation', { engineId: id, reason }),
     });
     const handler = new PolicyServingHandler(bus, {
       pool,
       tokenizer: new Tokenizer(),
-      compactPrompt: cfg.get('RSTAR_COMPACT_PROMPT', { infer: true }),
+      // The built-in tiny policy's context cannot hold the system turn; it was trained without it.
+      compactPrompt: compact === 'auto' ? adapters.every((a) => a.kind === 'builtin') : compact === '1',
       concurrency: cfg.get('RSTAR_ROLLOUT_CONCURRENCY', { infer: true }),
       initialPolicyVersion: cfg.get('RSTAR_POLICY_VERSION', { infer: true }),
       instanceId: cfg.get('RSTAR_INSTANCE_ID', { infer: true }),

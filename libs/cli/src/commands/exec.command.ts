@@ -107,13 +107,13 @@ function remoteUrl(url: string): URL | string {
 }
 
 /**
- * Probe `GET <url>/health` once, so a wrong `--remote` is one clear error instead of a `sandbox_error`
+ * Probe `GET <url>/health/ready` once, so a wrong `--remote` is one clear error instead of a `sandbox_error`
  * result on every line. @throws SandboxUnavailableError naming the URL and the fix.
  */
 async function assertServiceReachable(url: string): Promise<void> {
   try {
-    const res = await fetch(url.replace(/\/$/, '') + '/health', { signal: AbortSignal.timeout(10_000) });
-    if (!res.ok) throw new Error(`GET /health answered HTTP ${res.status}`);
+    const res = await fetch(url.replace(/\/$/, '') + '/health/ready', { signal: AbortSignal.timeout(10_000) });
+    if (!res.ok) throw new Error(`GET /health/ready answered HTTP ${res.status}`);
   } catch (e) {
     const why = e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e);
     throw new SandboxUnavailableError(`cannot reach the tool-execution service at ${url} (${why}); start it or drop --remote to use an in-process sandbox pool`);

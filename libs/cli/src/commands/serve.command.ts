@@ -10,9 +10,9 @@ export function register(program: Command): void {
   serve
     .command('engine')
     .description('serve the built-in policy over an SGLang-compatible HTTP API')
-    .option('--port <n>', 'TCP port', '30001')
+    .option('--port <n>', 'TCP port (SGLang\'s default)', '30000')
     .option('--host <addr>', 'bind address', '127.0.0.1')
-    .option('--checkpoint <dir>', 'checkpoint to serve (default: a freshly initialised model)')
+    .option('--checkpoint <dir>', 'checkpoint to serve (default: a freshly initialised model; a distributed run pushes its own start weights to every engine before its first step)')
     .option('--kv-capacity <tokens>', 'KV-cache capacity in tokens (max_total_num_tokens)', '16384')
     .option('--seed <n>', 'init seed when no checkpoint is given', '0')
     .action(async (o: { port: string; host: string; checkpoint?: string; kvCapacity: string; seed: string }) => {

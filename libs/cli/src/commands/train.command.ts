@@ -1,25 +1,26 @@
 import type { Command } from 'commander';
 import { join } from 'node:path';
-import { writeRunReport, fmtPct, pairedGain, loadRunConfig, RunRefusedError, runTraining, submitRemoteRun } from '@rstar/training';
+import { writeRunReport, fmtPct, pairedGain, loadRunConfig, presetNames, RunRefusedError, runTraining, submitRemoteRun } from '@rstar/training';
 import { ProgressPrinter } from '../train/progress.printer';
 
 /**
- * `rstar train [--preset P] [--config F] [--out DIR] [--remote NATS_URL] [--resume RUN] [--validate]`:
+ * `rstar train [--preset P] [--config F] [--out DIR] [--remote [NATS_URL]] [--resume RUN] [--validate]`:
  * a GRPO-RoC run (standalone by default: PGlite + in-process bus + the built-in policy), then a report
- * folder with metrics.csv/json and SVG plots. `--validate` only validates the config.
+ * folder with metrics.csv/json and SVG plots. `--remote` submits it to running services instead (NATS URL
+ * from the option or RSTAR_NATS_URL). `--validate` only validates the config.
  */
 export function register(program: Command): void {
   program
     .command('train')
     .description('run SFT + GRPO-RoC training (standalone by default) and write a report')
-    .option('--preset <name>', 'preset under configs/ (tiny, gsm8k-tiny, rstar2-14b)', 'tiny')
+    .option('--preset <name>', `preset under configs/ (${presetNames().join(', ')})`, 'tiny')
     .option('--config <file>', 'YAML run config (wins over --preset)')
     .option('--out <dir>', 'run folder (default runs/<runId>); the report goes to <dir>/report')
-    .option('--remote <natsUrl>', 'submit the run to running services over NATS instead of running it here')
+    .option('--remote [natsUrl]', 'submit the run to running services over NATS instead of running it here (default URL: RSTAR_NATS_URL)')
     .option('--resume <runId>', 'resume run RUN from its archive (standalone: runs/<RUN>/events, or the same --out folder)')
     .option('--validate', 'validate the config and exit')
     .option('--verbose', 'also print the services\' info logs (JSON lines)')
-    .action(async (o: { preset: string; config?: string; out?: string; remote?: string; resume?: string; validate?: boolean; verbose?: boolean }) => {
+    .action(async (o: { preset: string; config?: string; out?: string; remote?: string | boolean; resume?: string; validate?: boolean; verbose?: boolean }) => {
       // The summary lines and bars are the interface; the services' JSON info logs only with --verbose.
       if (!o.verbose && !process.env.RSTAR_LOG_LEVEL) process.env.RSTAR_LOG_LEVEL = 'warn';
       const { config, source } = loadRunConfig({ preset: o.preset, file: o.config });
@@ -29,7 +30,16 @@ export function register(program: Command): void {
         return;
       }
       if (o.remote) {
-        await submitRemoteRun(config, { natsUrl: o.remote, runId: o.resume, onLine: (l) => process.stdout.write(`${l}\n`) });
+        const natsUrl = typeof o.remote === 'string' ? o.remote : process.env.RSTAR_NATS_URL;
+        if (!natsUrl) {
+          process.stderr.write('rstar train: --remote needs the NATS URL of the services: pass --remote nats://HOST:4222 or set RSTAR_NATS_URL\n');
+          process.exitCode = 2;
+          return;
+        }
+        await submitRemoteRun(config, {
+          natsUrl, runId: o.resume, stream: process.env.RSTAR_STREAM || undefined, subjectPrefix: process.env.RSTAR_SUBJECT_PREFIX || undefined,
+          onLine: (l) => process.stdout.write(`${l}\n`),
+        });
         return;
       }
       const printer = new ProgressPrinter();

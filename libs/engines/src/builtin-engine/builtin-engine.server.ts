@@ -256,7 +256,13 @@ export async function startBuiltinEngine(opts: BuiltinEngineOptions): Promise<Bu
   // No request or headers timeout: an engine's clients (policy-serving, pass@1 evaluation) keep
   // thousands of requests in flight on one busy event loop, and Node's defaults (60 s headers, 300 s
   // request) once answered 408 to a request in the middle of a long evaluation. SGLang's server sets none.
-  const server = createServer({ requestTimeout: 0, headersTimeout: 0 }, (req, res) => {
+  //
+  // Idle keep-alive connections are closed by the client only (keepAliveTimeout 0): with Node's default
+  // (the server closes a connection idle for 5 s) a client whose event loop stalled past that — a loaded
+  // machine, a GC pause, a long synchronous step — sends its next request on a connection the server has
+  // already closed and gets ECONNRESET / "other side closed" for a request that never ran. Clients close
+  // their own idle connections (undici after 4 s), so nothing leaks.
+  const server = createServer({ requestTimeout: 0, headersTimeout: 0, keepAliveTimeout: 0 }, (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     const handler = routes[`${req.method} ${path}`];
     if (!handler) {

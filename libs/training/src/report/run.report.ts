@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { TrainingResult } from '@rstar/training';
+import type { TrainingResult } from '../training.run';
 import { lineChartSvg, type PlotSeries } from './svg.plot';
 
 /** Metrics columns written first in metrics.csv (the rest follow alphabetically). */
