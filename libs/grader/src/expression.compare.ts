@@ -1,4 +1,5 @@
 import { GraderError } from './errors';
+import type { ComplexValue } from './complex.evaluator';
 import { evaluate, freeVariables, type MathJson, type Value } from './expression.evaluator';
 
 /** Outcome of an equality check; `unknown` when the fast path cannot decide (fail closed or offload). */
@@ -129,4 +130,21 @@ export function compareEquations(pred: [MathJson, MathJson], gold: [MathJson, Ma
   }
   if (vars.size === 0) return 'unknown';
   return defined >= 3 ? 'equal' : 'unknown';
+}
+
+/**
+ * Equality of two complex constants (rule `complex`): exact Gaussian rationals exactly; otherwise
+ * |p - g| within 1e-10 of their size (1e-6 absolute when the prediction is a decimal approximation of an
+ * inexact gold). A real integer gold is never matched by tolerance (rule 3): `unknown` instead.
+ */
+export function compareComplexValues(pred: ComplexValue, gold: ComplexValue, opts: CompareOptions = {}): Equality {
+  const exact = (v: ComplexValue) => v.re.exact !== null && v.im.exact !== null;
+  if (exact(pred) && exact(gold)) return pred.re.exact!.equals(gold.re.exact!) && pred.im.exact!.equals(gold.im.exact!) ? 'equal' : 'different';
+  const diff = Math.hypot(pred.re.approx - gold.re.approx, pred.im.approx - gold.im.approx);
+  const size = Math.max(Math.hypot(pred.re.approx, pred.im.approx), Math.hypot(gold.re.approx, gold.im.approx));
+  if (!Number.isFinite(diff) || !Number.isFinite(size)) return 'unknown';
+  const tol = opts.predHasDecimal && !exact(gold) ? DECIMAL_TOL * Math.max(1, size) : CLOSED_FORM_RTOL * size;
+  if (diff > tol) return size === 0 || diff > 1e-9 ? 'different' : 'unknown';
+  const realIntegerGold = gold.im.exact?.sign() === 0 && gold.re.exact?.isInteger();
+  return realIntegerGold || size < 1e-290 ? 'unknown' : 'equal';
 }

@@ -1,4 +1,7 @@
 import { matchBrace } from './answer.extractor';
+import { braceDigitExponents, degreesInTrig, lineBreaksToRows, polarForms } from './latex.rewrites';
+import { replaceNumberWords } from './number-words';
+import { plainTextToLatex } from './plain-text.converter';
 
 /** A normalised answer string plus the annotations stripped from it (GRADING rules 2, 4, 5). */
 export interface NormalizedAnswer {
@@ -8,6 +11,10 @@ export interface NormalizedAnswer {
   percent: boolean;
   /** The answer carried `^\circ`, `°` or the word `degrees`. */
   degrees: boolean;
+  /** Set when the answer was plain text (Python/sympy style) and was converted to LaTeX (rule `plain_text`). */
+  plainText?: true;
+  /** The unit words stripped after the value (`cm`, `hours`, `m/s`), kept for problem-aware unit conversion. */
+  unit?: string;
 }
 
 const WRAPPERS = ['text', 'textbf', 'textit', 'textrm', 'textnormal', 'mathrm', 'mathbf', 'mathit', 'mbox', 'mathsf', 'boldsymbol', 'bm'];
@@ -31,20 +38,21 @@ function unwrapText(s: string): string {
 
 /** Unit words (and the single-letter units) stripped as whole words after a value; no conversion. */
 const UNIT_TAIL =
-  /^(.*?[\d}).!a-zA-Z\\])\s+((?:(?:square|sq|cubic|sq\.)\s+)?(?:[a-zA-Z]{2,}|[mgsLlhK])(?:\s*\^\s*\{?[23]\}?)?(?:\s+(?:per|\/)\s+[a-zA-Z]+)?(?:\s+[a-zA-Z]{2,})*)\s*$/;
+  /^(.*?[\d}).!a-zA-Z\\])\s+((?:(?:square|sq|cubic|sq\.)\s+)?(?:[a-zA-Z]{2,}|[mgsLlhK])(?:\s*\^\s*\{?[23]\}?)?(?:\s+per\s+[a-zA-Z]+|\s*\/\s*[a-zA-Z]+)?(?:\s+[a-zA-Z]{2,})*)\s*$/;
 const NOT_UNITS = new Set(['or', 'and', 'odd', 'even', 'none', 'no', 'yes', 'true', 'false', 'undefined', 'infinite', 'is']);
 
-function stripUnits(s: string): string {
+function stripUnits(s: string): { text: string; unit: string | null } {
   // The tail pattern is quadratic in the worst case; units follow short answers only.
-  if (s.length > 200) return s;
+  if (s.length > 200) return { text: s, unit: null };
   const m = UNIT_TAIL.exec(s);
-  if (!m) return s;
+  if (!m) return { text: s, unit: null };
   const head = m[1].trim();
   const words = m[2].split(/\s+/).map((w) => w.replace(/\^.*$/, '').toLowerCase());
-  if (words.some((w) => NOT_UNITS.has(w))) return s;
+  if (words.some((w) => NOT_UNITS.has(w))) return { text: s, unit: null };
   // Only strip when what remains is a value: it has a digit or a closing bracket and no word of its own.
-  if (!/[\d)}]/.test(head) || /(^|[^\\a-zA-Z])[a-zA-Z]{3,}\s*$/.test(head)) return s;
-  return head;
+  // A sentence keeps its words (the phrase rule reads it whole).
+  if (!/[\d)}]/.test(head) || /(^|[^\\a-zA-Z])[a-zA-Z]{3,}/.test(head)) return { text: s, unit: null };
+  return { text: head, unit: m[2].trim() };
 }
 
 /** Drops one pair of braces that wraps the whole string (`{2}` -> `2`). */
@@ -63,9 +71,16 @@ export function normalizeLatex(input: string): NormalizedAnswer {
   let s = input;
   let percent = false;
   let degrees = false;
+  const plain = plainTextToLatex(s);
+  if (plain !== null) s = plain;
+  s = lineBreaksToRows(s);
   s = s.replace(/\$/g, ' ');
   s = s.replace(/\\(?:displaystyle|textstyle|scriptstyle)\b/g, ' ');
   s = s.replace(/\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big)(?![a-zA-Z])\s*\.?/g, '');
+  s = s.replace(/\\langle(?![a-zA-Z])/g, '(').replace(/\\rangle(?![a-zA-Z])/g, ')');
+  s = s.replace(/\\(?:lor|vee)(?![a-zA-Z])/g, ' \\text{ or } ').replace(/\\land(?![a-zA-Z])/g, ' \\text{ and } ');
+  s = braceDigitExponents(s);
+  s = polarForms(degreesInTrig(s));
   s = s.replace(/\\[dtc]frac(?![a-zA-Z])/g, '\\frac');
   // Thousands separators that cannot be a list (rule 4).
   s = s.replace(/(\d)\s*(?:\{,\}|,\s*\\!)\s*(?=\d{3}(?!\d))/g, '$1');
@@ -74,6 +89,7 @@ export function normalizeLatex(input: string): NormalizedAnswer {
   s = s.replace(/(\d)(?:\\,|\\ |\\;|\u2009|\u202f)(?=\d{3}(?!\d))/g, '$1');
   s = unwrapText(s);
   s = s.replace(/\\\\|\\(?:!|,|;|:| |quad|qquad)/g, (m) => (m === '\\\\' ? m : ' ')).replace(/~/g, ' ');
+  s = replaceNumberWords(s);
   s = s.replace(/\\\$|\\?\bUSD\b|€|£/g, ' ');
   if (/\\%|%/.test(s)) {
     percent = true;
@@ -99,9 +115,14 @@ export function normalizeLatex(input: string): NormalizedAnswer {
     s = s.slice(0, degWord.index).trim();
   }
   s = s.replace(/(\d)\s*\{\s*([a-zA-Z]{2,})\s*\}$/, '$1 $2');
-  s = stripUnits(s);
-  s = stripOuterBraces(s);
+  const stripped = stripUnits(s);
+  s = stripOuterBraces(stripped.text);
   s = s.replace(/\s*([\^_])\s*\{\s*([a-zA-Z0-9])\s*\}/g, '$1$2');
   s = s.replace(/\s+/g, ' ').replace(/([([{])\s+/g, '$1').replace(/\s+([)\]}])/g, '$1').trim();
-  return { text: s, percent, degrees };
+  // Row breaks at the very start or end separate nothing.
+  s = s.replace(/^(?:\\\\\s*)+|(?:\s*\\\\)+$/g, '').trim();
+  const out: NormalizedAnswer = { text: s, percent, degrees };
+  if (plain !== null) out.plainText = true;
+  if (stripped.unit !== null) out.unit = stripped.unit;
+  return out;
 }
