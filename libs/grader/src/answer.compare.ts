@@ -71,10 +71,28 @@ function optionNode(letter: string, ctx: CompareContext): AnswerNode | null {
   const text = ctx.hints?.choices?.get(letter);
   if (!text) return null;
   try {
-    return parseAnswer(text);
+    return definedValue(parseAnswer(text), ctx) ?? parseAnswer(text);
   } catch {
     return null;
   }
+}
+
+/** A name the problem defines as a constant (`Let j = 52 - s.`) stands for its value (rule `defined_name`). */
+function definedValue(n: AnswerNode, ctx: CompareContext): AnswerNode | null {
+  const name = n.kind === 'expr' ? n.latex.trim() : n.kind === 'text' ? n.raw.trim() : null;
+  const value = name && /^[a-zA-Z]$/.test(name) ? ctx.hints?.definitions?.get(name) : undefined;
+  if (!value) return null;
+  const [num, den] = value.split('/');
+  return { kind: 'expr', latex: den ? `\\frac{${num}}{${den}}` : num };
+}
+
+/** `(r, l) = (1, 1)`: a tuple of names given a tuple of values is a list of named values. */
+function tupleAssignment(n: AnswerNode, ctx: CompareContext): AnswerNode | null {
+  if (n.kind !== 'relation' || n.ops.length !== 1 || n.ops[0] !== '=') return null;
+  const [l, r] = n.sides;
+  if (l.kind !== 'tuple' || r.kind !== 'tuple' || l.items.length !== r.items.length || !l.items.every((i) => i.kind === 'expr' && /^[a-zA-Z]$/.test(i.latex.trim()))) return null;
+  void ctx;
+  return { kind: 'list', braces: false, items: l.items.map((name, k) => ({ kind: 'relation', ops: ['='], sides: [name, r.items[k]] })) };
 }
 
 function compareChoice(pred: AnswerNode, gold: Extract<AnswerNode, { kind: 'choice' }>, ctx: CompareContext): NodeComparison {
@@ -173,9 +191,20 @@ function renameFor(pLabel: AnswerNode | null, gLabel: AnswerNode | null): Map<st
  * offload.
  */
 export function compareNodes(pred: AnswerNode, gold: AnswerNode, ctx: CompareContext = NO_FLAGS): NodeComparison {
+  const assigned = tupleAssignment(pred, ctx);
+  if (assigned && gold.kind !== 'relation' && gold.kind !== 'tuple') return compareNodes(assigned, gold, ctx);
+  // With the problem's options, a gold that is one lower-case letter (`c`) names an option.
+  if (gold.kind === 'expr' && /^[a-e]$/.test(gold.latex.trim()) && ctx.hints?.choices?.has(gold.latex.trim().toUpperCase()))
+    return compareNodes(pred, { kind: 'choice', letter: gold.latex.trim().toUpperCase() }, ctx);
+  if (ctx.hints?.definitions && gold.kind !== 'text') {
+    const value = definedValue(pred, ctx);
+    if (value && !(gold.kind === 'expr' && gold.latex.trim() === (pred as { latex?: string }).latex?.trim()))
+      return { ...compareNodes(value, gold, ctx), rule: 'defined_name', pred: value };
+  }
   // A chain or labelled value: `x = v`, `20 + 25 = 45`, `v = x`; an inconsistent chain offers two values.
   const gc = gold.kind === 'relation' ? chainValue(gold, ctx) : null;
-  const pc = pred.kind === 'relation' ? chainValue(pred, ctx) : null;
+  let pc = pred.kind === 'relation' ? chainValue(pred, ctx) : null;
+  if (pc === null && pred.kind === 'relation' && gold.kind !== 'relation' && ctx.hints) pc = chainValue(pred, ctx, true);
   if (pc === 'inconsistent' && gold.kind !== 'relation') return { equality: 'different', rule: 'hedged' };
   const gv = gc && gc !== 'inconsistent' ? gc : null;
   const pv = pc && pc !== 'inconsistent' ? pc : null;

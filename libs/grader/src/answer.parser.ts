@@ -129,7 +129,7 @@ function parseMatrix(s: string): AnswerNode | null {
     return wrapped ? parseMatrix(wrapped[1]) : null;
   }
   // One matrix literal only: `A + B`, `A B` or `A^{-1}` are matrix expressions (evaluated elsewhere).
-  if (/\\(?:begin|end)\{/.test(m[1]) || /\\(?:begin|end)\{/.test(m[3])) return null;
+  if (/\\(?:begin|end)\{/.test(m[1]) || /\\(?:begin|end)\{/.test(m[3]) || /[=<>]|\\(?:leq|geq|neq|approx|in)(?![a-zA-Z])/.test(m[1])) return null;
   const rawScale = m[1].trim();
   const scale = rawScale === '-' ? '-1' : rawScale === '+' || rawScale === '' ? null : rawScale;
   const rows = m[3]

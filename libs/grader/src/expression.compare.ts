@@ -1,6 +1,7 @@
 import { GraderError } from './errors';
 import type { ComplexValue } from './complex.evaluator';
 import { evaluate, freeVariables, type MathJson, type Value } from './expression.evaluator';
+import { surdsEqual } from './surd.evaluator';
 
 /** Outcome of an equality check; `unknown` when the fast path cannot decide (fail closed or offload). */
 export type Equality = 'equal' | 'different' | 'unknown';
@@ -91,7 +92,13 @@ function safeEval(j: MathJson, env: Map<string, number>): number {
 export function compareExpressions(pred: MathJson, gold: MathJson, opts: CompareOptions = {}): Equality {
   const vars = freeVariables(pred);
   freeVariables(gold, vars);
-  if (vars.size === 0) return compareValues(evaluate(pred), evaluate(gold), opts);
+  if (vars.size === 0) {
+    const r = compareValues(evaluate(pred), evaluate(gold), opts);
+    if (r !== 'unknown') return r;
+    // Doubles cannot decide (a closed form within 1e-10 of an integer gold): exact radical arithmetic can.
+    const exact = surdsEqual(pred, gold);
+    return exact === null ? 'unknown' : exact ? 'equal' : 'different';
+  }
   let defined = 0;
   for (const env of sampleEnvs(vars)) {
     const p = safeEval(pred, env);

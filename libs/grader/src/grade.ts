@@ -3,7 +3,8 @@ import { extractAnswer, lastBoxes } from './answer.extractor';
 import { compareNodes, leafLatex, leavesParse, percentPairs, type NodeComparison } from './answer.compare';
 import { describeNode, parseAnswer, type AnswerNode } from './answer.parser';
 import { GraderError } from './errors';
-import { parseLatex } from './expression.evaluator';
+import { isComplexConstant } from './complex.evaluator';
+import { freeVariables, parseLatex } from './expression.evaluator';
 import { normalizeLatex, type NormalizedAnswer } from './latex.normalizer';
 import { problemHints, type ProblemHints } from './problem.hints';
 import { Rational } from './rational';
@@ -204,8 +205,13 @@ export async function gradeAsync(prediction: string, gold: string, opts: GradeAs
   let pred: string;
   let goldExpr: string;
   try {
-    pred = toSympy(parseLatex(leafLatex(core.pending.pred)));
-    goldExpr = toSympy(parseLatex(leafLatex(core.pending.gold)));
+    const pj = parseLatex(leafLatex(core.pending.pred));
+    const gj = parseLatex(leafLatex(core.pending.gold));
+    const vars = freeVariables(pj);
+    freeVariables(gj, vars);
+    const opts = { imaginary: isComplexConstant(vars) };
+    pred = toSympy(pj, opts);
+    goldExpr = toSympy(gj, opts);
   } catch (e) {
     if (e instanceof GraderError) return { ...core.verdict, ms: performance.now() - t0 };
     throw e;

@@ -1,5 +1,5 @@
 import { matchBrace } from './answer.extractor';
-import { braceDigitExponents, degreesInTrig, lineBreaksToRows, polarForms } from './latex.rewrites';
+import { braceDigitExponents, degreesInTrig, lineBreaksToRows, polarForms, repairMatrixRows } from './latex.rewrites';
 import { replaceNumberWords } from './number-words';
 import { plainTextToLatex } from './plain-text.converter';
 
@@ -19,6 +19,8 @@ export interface NormalizedAnswer {
 
 const WRAPPERS = ['text', 'textbf', 'textit', 'textrm', 'textnormal', 'mathrm', 'mathbf', 'mathit', 'mbox', 'mathsf', 'boldsymbol', 'bm'];
 
+const TEXT_WRAPPERS = /^\\(?:text|textrm|textnormal|mbox)\s*\{$/;
+
 /** Replaces `\cmd{X}` with X for each wrapper; words keep spaces around them so they stay separate tokens. */
 function unwrapText(s: string): string {
   const re = new RegExp(`\\\\(?:${WRAPPERS.join('|')})\\s*\\{`, 'g');
@@ -30,7 +32,8 @@ function unwrapText(s: string): string {
     const close = matchBrace(s, open);
     if (close < 0) break;
     const inner = s.slice(open + 1, close);
-    const wordy = /[a-zA-Z]{2,}/.test(inner) && !inner.trim().startsWith('\\');
+    // Words (and a unit letter in a text box, `144\mbox{m}^3`) keep spaces around them.
+    const wordy = (/[a-zA-Z]{2,}/.test(inner) && !inner.trim().startsWith('\\')) || (TEXT_WRAPPERS.test(m[0]) && /^\s*[a-zA-Z]\s*$/.test(inner));
     s = s.slice(0, m.index) + (wordy ? ` ${inner} ` : inner) + s.slice(close + 1);
   }
   return s;
@@ -47,6 +50,8 @@ function stripUnits(s: string): { text: string; unit: string | null } {
   const m = UNIT_TAIL.exec(s);
   if (!m) return { text: s, unit: null };
   const head = m[1].trim();
+  // `-48 \cdot g`: a letter after an operator is a factor, not a unit.
+  if (/(?:\\(?:cdot|times|div|pm|mp)|[-+*/=^(])$/.test(head)) return { text: s, unit: null };
   const words = m[2].split(/\s+/).map((w) => w.replace(/\^.*$/, '').toLowerCase());
   if (words.some((w) => NOT_UNITS.has(w))) return { text: s, unit: null };
   // Only strip when what remains is a value: it has a digit or a closing bracket and no word of its own.
@@ -82,6 +87,9 @@ export function normalizeLatex(input: string): NormalizedAnswer {
   s = braceDigitExponents(s);
   s = polarForms(degreesInTrig(s));
   s = s.replace(/\\[dtc]frac(?![a-zA-Z])/g, '\\frac');
+  s = repairMatrixRows(s);
+  // A braced argument that is one number with d,ddd groups (`\frac{12}{5,525}`) is that number.
+  s = s.replace(/\{\s*(\d{1,3}(?:,\d{3})+)\s*\}/g, (_m, n: string) => `{${n.replace(/,/g, '')}}`);
   // Thousands separators that cannot be a list (rule 4).
   s = s.replace(/(\d)\s*(?:\{,\}|,\s*\\!)\s*(?=\d{3}(?!\d))/g, '$1');
   // `{,}` between digits that are not a d,ddd group is a decimal comma (`1{,}5` = 1.5).

@@ -105,3 +105,14 @@ export function polarForms(s: string): string {
   rewrite(/([\d}])\s*\\angle\s*/);
   return out;
 }
+
+/**
+ * Golds whose row breaks lost a backslash when a pipeline stripped spaces (`\begin{pmatrix}-6\6\end{pmatrix}`,
+ * MathCoder's MATH golds): inside a matrix, a single backslash before a digit or a sign is a row break.
+ */
+export function repairMatrixRows(s: string): string {
+  if (!/\\begin\{[pbvBV]?matrix\}/.test(s)) return s;
+  return s.replace(/(\\begin\{([pbvBV]?matrix)\})(.*?)(\\end\{\2\})/gs, (_m, open: string, _env: string, body: string, close: string) =>
+    open + body.replace(/(?<!\\)\\(?=\s*[-+\d.])/g, '\\\\') + close,
+  );
+}

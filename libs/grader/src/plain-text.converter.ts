@@ -231,7 +231,7 @@ function callLatex(fRaw: string, args: Node[]): string {
 }
 
 /** Words or operators only plain text uses; LaTeX never writes them. */
-const PLAIN_MARKERS = /\*|\b(?:sqrt|cbrt|exp|log|log10|log2|ln|abs|Abs|pi|oo|factorial|binomial|Rational|asin|acos|atan|sin|cos|tan)\b|\^\d{2,}/;
+const PLAIN_MARKERS = /\*|\b(?:sqrt|cbrt|exp|log|log10|log2|ln|abs|Abs|pi|oo|factorial|binomial|Rational|asin|acos|atan|sin|cos|tan)\b|\^\d{2,}|\^\(/;
 
 /**
  * The LaTeX form of a plain-text (Python/sympy style) answer, or null when `text` is not one: it has a
@@ -241,6 +241,13 @@ const PLAIN_MARKERS = /\*|\b(?:sqrt|cbrt|exp|log|log10|log2|ln|abs|Abs|pi|oo|fac
 export function plainTextToLatex(text: string): string | null {
   const s = text.trim();
   if (!s || s.length > 500 || /[\\$&]/.test(s) || !PLAIN_MARKERS.test(s)) return null;
+  return plainExpressionToLatex(s);
+}
+
+/** Like {@link plainTextToLatex} for text known to be a plain-text expression (no marker needed). */
+export function plainExpressionToLatex(text: string): string | null {
+  const s = text.trim();
+  if (!s || s.length > 500 || /[\\$&]/.test(s)) return null;
   try {
     return toLatex(new Parser(tokenize(s)).parseTop());
   } catch (e) {

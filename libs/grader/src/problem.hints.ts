@@ -1,4 +1,6 @@
 import type { PrecisionHints } from './decimal.approximation';
+import { evaluate, parseLatex } from './expression.evaluator';
+import { plainExpressionToLatex } from './plain-text.converter';
 import { parseUnit, type UnitSpec } from './units';
 
 /**
@@ -13,6 +15,8 @@ export interface ProblemHints extends PrecisionHints {
   choices?: Map<string, string>;
   /** A list answer must keep the problem's order (`respectively`, `separately`, a path). */
   ordered?: boolean;
+  /** Names the problem defines as constants (`Let j = 52 - s.`) -> their exact value as LaTeX. */
+  definitions?: Map<string, string>;
   /** The single-letter unknown asked for (`Solve ... for i.`, `Find x.`). */
   askedVariable?: string;
   /** The question asks for several unknowns (`Find the width and the length`): several boxes may answer it. */
@@ -21,6 +25,8 @@ export interface ProblemHints extends PrecisionHints {
   angle?: 'degrees' | 'radians';
   /** The problem text, lower-cased with spaces collapsed: numbers it states are not an answer's value. */
   text: string;
+  /** The problem's LaTeX without spaces, braces, `$`, `\left`/`\right` (see {@link compactLatex}): what it restates. */
+  compact: string;
 }
 
 const WORD_NUMBERS: Record<string, number> = { one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, seven: 7, eight: 8, nine: 9, ten: 10 };
@@ -64,9 +70,9 @@ function choicesOf(problem: string): Map<string, string> | undefined {
   const t = problem
     .replace(/\\(?:textbf|mathrm|text|mathbf)\s*\{\s*\(([A-Ea-e])\)\s*\}/g, '($1) ')
     .replace(/\\q?quad|\\hspace\{[^}]*\}|\$/g, ' ');
-  const re = /\(([A-Ea-e])\)\s*/g;
+  const re = /\(([A-Ea-e])\)\s*|(?<=^|[\s:,])([A-Ea-e])\s?\)\s+/g;
   const marks: { letter: string; start: number; end: number }[] = [];
-  for (const m of t.matchAll(re)) marks.push({ letter: m[1].toUpperCase(), start: m.index, end: m.index + m[0].length });
+  for (const m of t.matchAll(re)) marks.push({ letter: (m[1] ?? m[2]).toUpperCase(), start: m.index, end: m.index + m[0].length });
   // Options are a run of consecutive letters starting at A; earlier `(a)` in the text (part labels) are skipped.
   let first = -1;
   for (let k = marks.length - 1; k >= 0; k--) if (marks[k].letter === 'A') {
@@ -80,7 +86,7 @@ function choicesOf(problem: string): Map<string, string> | undefined {
   const out = new Map<string, string>();
   run.forEach((m, k) => {
     const end = k + 1 < run.length ? run[k + 1].start : t.length;
-    const text = t.slice(m.end, end).replace(/\s+/g, ' ').replace(/[\s,;.?]+$/, '').trim();
+    const text = t.slice(m.end, end).replace(/\s+/g, ' ').replace(/(?:output format required:.*)$/i, '').replace(/[\s,;.?]+$/, '').trim();
     if (text && text.length <= 120) out.set(m.letter, text);
   });
   return out.size >= 2 ? out : undefined;
@@ -115,12 +121,52 @@ function askedVariableOf(text: string): string | undefined {
   return find?.[1];
 }
 
+/**
+ * Constants a problem defines in plain text (`Let w = (0 + -2)/2 - -4.`, `Let s be 207*-3*(-1)/12.`), in
+ * order, each evaluated exactly with the earlier ones substituted; definitions that are not rational
+ * constants (functions, derivatives, radicals) are skipped.
+ */
+function definitionsOf(problem: string): Map<string, string> {
+  const out = new Map<string, string>();
+  if (!/\bLet\s+[a-zA-Z]\s*(?:=|be)\s/.test(problem)) return out;
+  for (const m of problem.matchAll(/\bLet\s+([a-zA-Z])\s*(?:=|be)\s+([\s\S]+?)\.(?=\s|$)/g)) {
+    let expr = m[2];
+    if (!/^[-+*/().\d\sa-zA-Z]+$/.test(expr) || /[a-zA-Z]\s*\(/.test(expr)) continue;
+    expr = expr.replace(/\b([a-zA-Z])\b/g, (name: string) => (out.has(name) ? `(${out.get(name)})` : name));
+    if (/[a-zA-Z]/.test(expr)) continue;
+    const latex = plainExpressionToLatex(expr);
+    if (!latex) continue;
+    try {
+      const v = evaluate(parseLatex(latex));
+      if (v.exact) out.set(m[1], v.exact.toString());
+    } catch {
+      // Not a constant the evaluator can compute exactly: left out.
+    }
+  }
+  return out;
+}
+
 /** The question (its last sentence that asks) names several things: `x and y`, `a, b, c`, `respectively`, `each`. */
 function severalUnknownsOf(t: string): boolean {
   const sentences = t.split(/(?<=[.?!])\s+/).filter((x) => x.trim());
   const question = [...sentences].reverse().find((x) => /\?\s*$|^(?:find|compute|determine|solve|enter|express|give|what|which|how|calculate)\b/.test(x.trim()));
   if (!question) return false;
   return /\band\b|\brespectively\b|\beach\b|\bboth\b|\bordered\s+(?:pair|triple)\b|\ball\b|\$?[a-z]\$?\s*,\s*\$?[a-z]\$?/.test(question);
+}
+
+/** LaTeX compared for restatement: no spaces, braces, `$`, sizing commands; `\dfrac` = `\frac`. */
+export function compactLatex(s: string): string {
+  return s
+    .replace(/\\(?:left|right|displaystyle|[,;!:])(?![a-zA-Z])|\$/g, '')
+    .replace(/\\[dt]frac/g, '\\frac')
+    .replace(/[\s{}]/g, '');
+}
+
+/** The problem states this expression itself (a side of an answer that restates the question). */
+export function restates(hints: ProblemHints | undefined, latex: string): boolean {
+  if (!hints) return false;
+  const c = compactLatex(latex);
+  return c.length >= 2 && /[a-zA-Z\\]/.test(c) && hints.compact.includes(c);
 }
 
 const cache = new Map<string, ProblemHints>();
@@ -135,12 +181,14 @@ export function problemHints(problem: string): ProblemHints {
   if (hit) return hit;
   const tail = problem.length > 20_000 ? problem.slice(-4000) : problem;
   const t = tail.toLowerCase().replace(/\s+/g, ' ');
-  const hints: ProblemHints = { text: t, ...precisionOf(t) };
+  const hints: ProblemHints = { text: t, compact: compactLatex(tail), ...precisionOf(t) };
   const unit = unitOf(tail, t);
   if (unit) hints.unit = unit;
   const choices = choicesOf(tail);
   if (choices) hints.choices = choices;
   if (ORDERED.test(t)) hints.ordered = true;
+  const definitions = definitionsOf(tail);
+  if (definitions.size > 0) hints.definitions = definitions;
   const asked = askedVariableOf(tail);
   if (asked) hints.askedVariable = asked;
   if (severalUnknownsOf(t)) hints.severalUnknowns = true;

@@ -4,6 +4,7 @@ import { compareEquations, type Equality } from './expression.compare';
 import { freeVariables, type MathJson } from './expression.evaluator';
 import { hasDecimal, parsedLeaf, type CompareContext } from './leaf.compare';
 import { decimalLiteral, roundDecimals, truncateDecimals } from './decimal.approximation';
+import { restates } from './problem.hints';
 import { evaluate } from './expression.evaluator';
 
 type Relation = Extract<AnswerNode, { kind: 'relation' }>;
@@ -75,13 +76,24 @@ export type ChainValue = { value: AnswerNode; label: AnswerNode | null } | 'inco
  * `inconsistent` (a hedge such as `x = 3 \quad x = 6`). Its value is the last side before the first
  * `\approx`. Null when the relation is not such a chain (an equation between expressions).
  */
-export function chainValue(n: AnswerNode, ctx: CompareContext): ChainValue | null {
+export function chainValue(n: AnswerNode, ctx: CompareContext, restatedLabel = false): ChainValue | null {
   if (n.kind !== 'relation') return null;
-  if (!n.ops.every((o) => o === '=' || o === '\\approx')) return null;
+  if (!n.ops.every((o) => o === '=' || o === '\\approx' || o === '\\equiv')) return null;
   let sides = n.sides;
-  let ops = n.ops;
+  let ops = n.ops.map((o) => (o === '\\equiv' ? '=' : o));
+  if (n.ops.includes('\\equiv')) {
+    // `n \equiv 5 \pmod{17}`: the residue is the value; the modulus is not part of it.
+    if (n.ops.length !== 1 || !isLabel(sides[0])) return null;
+    const last = sides[1];
+    if (last.kind !== 'expr') return null;
+    const residue = last.latex.replace(/\s*(?:\\pmod\s*\{[^{}]*\}|\(\s*\\(?:bmod|mod)\s*[^()]*\)|\\(?:bmod|mod)\s*\S+)\s*$/, '').trim();
+    if (!residue || residue === last.latex.trim()) return null;
+    sides = [sides[0], { kind: 'expr', latex: residue }];
+  }
   let label: AnswerNode | null = null;
-  if (isLabel(sides[0])) {
+  // With the problem, a side that restates what it asks for (`z^3 = -1` for "Find z^3") names the answer.
+  const restatedSide = (s: AnswerNode) => restatedLabel && s.kind === 'expr' && restates(ctx.hints, s.latex);
+  if (isLabel(sides[0]) || (sides.length === 2 && restatedSide(sides[0]) && isConstant(sides[1]))) {
     label = sides[0];
     sides = sides.slice(1);
     ops = ops.slice(1);
@@ -95,7 +107,10 @@ export function chainValue(n: AnswerNode, ctx: CompareContext): ChainValue | nul
     if (!agree) return 'inconsistent';
   }
   const firstApprox = ops.indexOf('\\approx');
-  return { value: firstApprox >= 0 ? sides[firstApprox] : sides[sides.length - 1], label };
+  // `\tan(\ldots) \approx -0.4118`: a side that restates the problem's expression is not an answer.
+  const exact = firstApprox >= 0 ? sides[firstApprox] : sides[sides.length - 1];
+  const value = firstApprox >= 0 && exact.kind === 'expr' && restates(ctx.hints, exact.latex) ? sides[sides.length - 1] : exact;
+  return { value, label };
 }
 
 interface Interval {
