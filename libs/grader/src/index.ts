@@ -20,4 +20,4 @@ export {
 } from './trajectory.agreement';
 export { problemHints, type ProblemHints } from './problem.hints';
 export { plainTextToLatex } from './plain-text.converter';
-export { gradeJsonLine, type GradeLineResult } from './grade-lines';
+export { gradeJsonLine, type GradeLineOptions, type GradeLineResult } from './grade-lines';

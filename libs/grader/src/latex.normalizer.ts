@@ -42,7 +42,11 @@ function unwrapText(s: string): string {
 /** Unit words (and the single-letter units) stripped as whole words after a value; no conversion. */
 const UNIT_TAIL =
   /^(.*?[\d}).!a-zA-Z\\])\s+((?:(?:square|sq|cubic|sq\.)\s+)?(?:[a-zA-Z]{2,}|[mgsLlhK])(?:\s*\^\s*\{?[23]\}?)?(?:\s+per\s+[a-zA-Z]+|\s*\/\s*[a-zA-Z]+)?(?:\s+[a-zA-Z]{2,})*)\s*$/;
-const NOT_UNITS = new Set(['or', 'and', 'odd', 'even', 'none', 'no', 'yes', 'true', 'false', 'undefined', 'infinite', 'is']);
+const NOT_UNITS = new Set([
+  'or', 'and', 'odd', 'even', 'none', 'no', 'yes', 'true', 'false', 'undefined', 'infinite', 'is',
+  // Words that qualify a value are not its unit (`36 approx.` is not a plain 36).
+  'approx', 'approximately', 'about', 'around', 'roughly', 'nearly', 'almost', 'maybe', 'perhaps', 'possibly', 'probably', 'or', 'not',
+]);
 
 function stripUnits(s: string): { text: string; unit: string | null } {
   // The tail pattern is quadratic in the worst case; units follow short answers only.

@@ -178,6 +178,12 @@ function relationToSetParts(n: Relation): SetPart[] | null {
   if (n.ops.length === 1 && n.ops[0] === '\\in' && bareVariable(n.sides[0])) return toSetParts(n.sides[1]);
   const negated = negateRelation(n);
   if (negated) return relationToSetParts(negated);
+  // x != c: the real line without c.
+  if (n.ops.length === 1 && n.ops[0] === '\\neq' && bareVariable(n.sides[0]) && isConstant(n.sides[1]))
+    return [
+      { lo: NEG_INF, hi: n.sides[1], loClosed: false, hiClosed: false },
+      { lo: n.sides[1], hi: INF, loClosed: false, hiClosed: false },
+    ];
   const up = n.ops.every((o) => o === '<' || o === '\\leq');
   const down = n.ops.every((o) => o === '>' || o === '\\geq');
   if (!up && !down) return null;
