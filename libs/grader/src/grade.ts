@@ -105,6 +105,9 @@ function gradeCore(prediction: string, gold: string, opts: GradeOptions): Core {
   if (opts.problem !== undefined && typeof opts.problem !== 'string') throw new GraderError('invalid_input', 'problem must be a string (the problem text) or omitted');
   const hints = opts.problem ? problemHints(opts.problem) : undefined;
   const extracted = opts.extract === false ? prediction.trim() || null : extractAnswer(prediction);
+  // Normalising is linear but not free: far longer answers than any rule grades are not normalised at all.
+  if (gold.length > 4 * MAX_ANSWER_CHARS || (extracted?.length ?? 0) > 4 * MAX_ANSWER_CHARS)
+    return { verdict: { extracted, normalizedPrediction: null, normalizedGold: null, correct: false, rule: 'fail_closed' } };
   const ng = normalizeLatex(gold);
   const base = { extracted, normalizedPrediction: null, normalizedGold: ng.text || null };
   if (!ng.text) return { verdict: { ...base, correct: false, rule: 'gold_unparsed' } };

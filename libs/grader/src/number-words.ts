@@ -25,7 +25,8 @@ function decimalString(r: Rational): string | null {
 
 /** `2.5 million` -> `2500000` (also thousand, billion, trillion; `1,200 thousand`). */
 function replaceScaleWords(s: string): string {
-  return s.replace(/(\d[\d,]*(?:\.\d+)?)\s*(thousand|million|billion|trillion)s?\b/gi, (m, num: string, word: string) => {
+  if (!/thousand|million|billion|trillion/i.test(s)) return s;
+  return s.replace(/(?<![\d,.])(\d[\d,]*(?:\.\d+)?)\s*(thousand|million|billion|trillion)s?\b/gi, (m, num: string, word: string) => {
     if (/,/.test(num) && !/^\d{1,3}(,\d{3})+(\.\d+)?$/.test(num)) return m;
     const r = Rational.parseDecimal(num.replace(/,/g, ''));
     if (!r) return m;

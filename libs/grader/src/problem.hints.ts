@@ -130,6 +130,7 @@ function definitionsOf(problem: string): Map<string, string> {
   const out = new Map<string, string>();
   if (!/\bLet\s+[a-zA-Z]\s*(?:=|be)\s/.test(problem)) return out;
   for (const m of problem.matchAll(/\bLet\s+([a-zA-Z])\s*(?:=|be)\s+([\s\S]+?)\.(?=\s|$)/g)) {
+    if (out.size >= 32) break;
     let expr = m[2];
     if (!/^[-+*/().\d\sa-zA-Z]+$/.test(expr) || /[a-zA-Z]\s*\(/.test(expr)) continue;
     expr = expr.replace(/\b([a-zA-Z])\b/g, (name: string) => (out.has(name) ? `(${out.get(name)})` : name));
