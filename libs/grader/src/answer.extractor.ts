@@ -59,7 +59,7 @@ const PROSE = /^[\sA-Za-z0-9$,.;:()'"=\\{}^_-]*$/;
 const MARKERS: RegExp[] = [
   /final answer\s*(?:is)?\s*[:：]?\s*(.+)$/gim,
   /^\s*(?:\*\*)?answer(?:\*\*)?\s*[:：]\s*(.+)$/gim,
-  /the (?:final )?answer is\s*[:：]?\s*(.+)$/gim,
+  /the (?:final |correct )?answer is\s*[:：]?\s*(.+)$/gim,
   /####\s*(.+)$/gm,
 ];
 

@@ -82,6 +82,8 @@ export function normalizeLatex(input: string): NormalizedAnswer {
   let degrees = false;
   const plain = plainTextToLatex(s);
   if (plain !== null) s = plain;
+  // `inf`, `infinity` (plain text, numpy) are the symbol.
+  s = s.replace(/^\s*([+-]?)\s*(?:inf|infinity)\s*$/i, '$1\\infty');
   s = lineBreaksToRows(s);
   s = s.replace(/\$/g, ' ');
   s = s.replace(/\\(?:displaystyle|textstyle|scriptstyle)\b/g, ' ');

@@ -123,6 +123,67 @@ describe.each([
   });
 });
 
+/** More unseen cases across the kinds of grading-cases.jsonl (integers to choices), all must be right. */
+const ACROSS_KINDS: Case[] = [
+  [' 42 ', '42', true], ['-0', '0', true], ['4\\,2', '42', false], ['\\frac{-3}{4}', '-\\frac34', true], ['3/4', '\\frac{3}{4}', true], ['\\frac{6}{8}', '\\frac34', true],
+  ['.5', '0.5', true], ['1.', '1', true], ['50 \\%', '50', true], ['50 percent', '50\\%', true], ['5\\text{ cm}', '5\\text{ m}', false], ['\\text{Tuesday}', 'Tuesday', true],
+  ['\\textbf{(B)}', 'B', true], ['(b)', 'B', true], ['B.', 'B', true], ['\\{1, 2, 3\\}', '1,2,3', true], ['\\{-1, 1\\}', '\\pm 1', true], ['x = \\pm 1', '-1, 1', true],
+  ['(1,2,3)', '\\langle 1,2,3 \\rangle', true], ['(2,\\infty)', 'x > 2', true], ['[2, \\infty)', 'x\\ge2', true], ['(-\\infty, 1) \\cup (1, \\infty)', 'x \\neq 1', true],
+  ['\\sqrt{50}', '5\\sqrt2', true], ['\\frac{\\sqrt{6}}{3}', '\\sqrt{\\frac{2}{3}}', true], ['2^{1/2}', '\\sqrt2', true], ['\\sqrt[3]{27}', '3', true],
+  ['x^2-1', '(x-1)(x+1)', true], ['\\frac{1}{x-1}-\\frac{1}{x+1}', '\\frac{2}{x^2-1}', true], ['3.0 \\times 10^8', '300000000', true], ['3e8', '3\\times 10^8', true],
+  ['\\frac{1+i}{2}', '\\frac12 + \\frac{i}{2}', true], ['007', '7', true], ['x = 2 \\text{ or } x = -2', '\\pm 2', true], ['\\text{(C)}', '\\text{(C)}', true],
+  ['\\frac{\\sqrt{3}}{3}', '\\frac{1}{\\sqrt3}', true], ['\\dfrac{1}{2}', '0.5', true], ['-\\frac{\\sqrt{2}}{2}', '-\\frac{1}{\\sqrt{2}}', true],
+  ['(3, 4)', '(4, 3)', false], ['\\{3, 4\\}', '\\{4, 3\\}', true], ['4, 3', '(3, 4)', false], ['x=3, y=4', '(3, 4)', true], ['y=4, x=3', '(3, 4)', false],
+  ['\\$1,234.50', '1234.5', true], ['1,234.5', '1234.5', true], ['1.2345 \\times 10^{3}', '1234.5', true], ['12{,}345', '12345', true],
+  ['\\frac{5}{2}\\text{ hours}', '2.5', true], ['2\\frac12', '\\frac52', true], ['x^{2}+2x+1', '(x+1)^2', true], ['\\sin^2 x + \\cos^2 x', '1', true],
+  ['\\boxed{5}', '5', true], ['5 \\text{ or } 5', '5', true], ['\\infty', '\\infty', true], ['-\\infty', '-\\infty', true],
+  ['\\pi/2', '\\frac{\\pi}{2}', true], ['\\frac{\\pi}{2}', '1.5708', false], ['1.570796', '\\frac{\\pi}{2}', true], ['3\\sqrt{3}/2', '\\frac{3\\sqrt3}{2}', true],
+  ['\\frac{a}{b}', 'a/b', true], ['k=3', 'k = 3', true], ['\\theta = \\frac{\\pi}{3}', '\\frac{\\pi}{3}', true], ['f(x) = 2x', '2x', true],
+  ['\\begin{pmatrix}1\\\\2\\end{pmatrix}', '\\begin{pmatrix}1\\\\2\\end{pmatrix}', true], ['\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}', '(1, 2)', true],
+  ['\\mathbb{R}', '(-\\infty, \\infty)', true], ['\\varnothing', '\\emptyset', true], ['\\{\\}', '\\emptyset', true],
+  ['10\\%', '0.1', true], ['0.1', '10\\%', true], ['10', '0.1', false], ['\\frac{1}{10}', '10\\%', true],
+  ['\\text{No}', '\\text{no}', true], ['\\text{yes}', 'Yes', true], ['True', '\\text{True}', true], ['\\text{False}', 'True', false],
+  ['6\\sqrt{2}', '\\sqrt{72}', true], ['\\log_{3} 9', '2', true], ['\\ln e^3', '3', true], ['e^{\\ln 2}', '2', true], ['\\log 100', '2', true],
+  ['\\binom{6}{3}', '20', true], ['6!/(3!3!)', '20', true], ['\\frac{6!}{3!\\,3!}', '20', true], ['20.0', '20', true], ['20.5', '20', false],
+  ['2^{10}-1', '1023', true], ['(-1)^{100}', '1', true], ['0.\\overline{3}', '\\frac13', true], ['0.\\overline{142857}', '\\frac17', true],
+  ['\\sqrt{2}+\\sqrt{8}', '3\\sqrt{2}', true], ['\\frac{2}{\\sqrt{2}}', '\\sqrt{2}', true], ['(\\sqrt{2}+1)(\\sqrt{2}-1)', '1', true],
+  ['\\sqrt{3}^4', '9', true], ['\\frac{\\sqrt{12}}{\\sqrt{3}}', '2', true], ['\\sqrt{2}\\sqrt{8}', '4', true], ['(1+\\sqrt{2})^2', '3+2\\sqrt{2}', true],
+
+  ['y = -\\frac{1}{2}x + 3', 'x + 2y = 6', true], ['f(x) = 3x+2', 'y = 3x + 2', true], ['2 < x \\leq 5', 'x \\in (2, 5]', true], ['3x - 2y = 6', '-3x + 2y = -6', true],
+  ['y = x^2', 'x^2 = y', true], ['-2 \\geq x', 'x \\leq -2', true], ['x>-1', '-x<1', true], ['k(x) = 2x', 'f(x) = 2x', true], ['1 \\le x \\le 3', '[1,3]', true],
+  ['\\frac{1+\\sqrt5}{2}', '(1+sqrt(5))/2', true], ['\\frac{\\pi}{2}', '1/2*pi', true], ['\\infty', 'inf', true], ['\\infty', 'infinity', true], ['0.001', '1e-3', true],
+  ['\\frac13', 'Rational(1, 3)', true], ['\\sqrt{2}i', 'sqrt(2)*I', true], ['\\{1, 2\\}', '{1, 2}', true], ['-\\infty', '-oo', true],
+];
+
+describe('across the kinds', () => {
+  it.each(ACROSS_KINDS)('%s vs %s -> %s', (pred, gold, expected) => {
+    const v = grade(`The final answer is $\\boxed{${pred}}$.`, gold);
+    expect(v.correct, `rule=${v.rule} pred=${v.normalizedPrediction} gold=${v.normalizedGold}`).toBe(expected);
+  });
+  it.each([
+  ['So the final answer is 42.', '42', true], ['Thus the answer is: $42$', '42', true], ['Therefore, the answer is $\\$42$.', '42', true], ['Hence, the answer is 42 cm.', '42', true],
+  ['The answer is (B).', 'B', true], ['the answer is 1/2', '\\frac12', true], ['The answer is $x=5$.', '5', true], ['The correct answer is 42.', '42', true], ['**Answer:** 42', '42', true],
+  ['The answer is therefore 42.', '42', true], ['The answer is four.', '4', true], ['The answer is 42 or 43.', '42', false], ['The answer is not 42.', '42', false],
+  ['Final answer: 3.5 million', '3500000', true], ['The answer is 42\nbut wait, it is 43', '42', true],
+] as [string, string, boolean][])('fallback %j vs %s -> %s', (response, gold, expected) => {
+    expect(grade(response, gold).correct).toBe(expected);
+  });
+});
+
+describe('no false positive on an integer gold', () => {
+  /** Hedges, approximations, ranges and near misses of 36: only the values equal to 36 pass. */
+  const EQUAL = new Set(['36 + 0i', '36e0', '36\\%', '3600\\%', 'thirty-six', '\\frac{36}{1}', '36.', '36 \\text{ (exactly)}', '6^2', '2^{2}\\cdot 3^{2}']);
+  it.each(['3 6', '3,6', '3.6', '35.999999999', '\\approx 36', '36 \\pm 1', '36 \\text{ or } 37', '36 (or 37)', '\\text{36, but possibly 37}', '36 \\\\ 37', 'x = 36 \\text{ and } y = 37',
+ '36.0000000001', '36!', '36 \\text{ (or } 37)', '36/37', '36:37', '[36, 37]', '(36, 37)', '36 - 37', '37 \\text{ (not 36)}', '\\text{not } 36', '36 \\neq 37', 'x \\ne 36', '36^{2}', '360', '036.1',
+ 'x = 37 = 36', '36 = 37', '\\text{36 or 37}', '\\text{either 36 or 37}', '36 \\lor 37', '\\{36, 37\\}', 'x \\in \\{36, 37\\}', '36 \\; 37', '36\\quad 37', '36\\qquad37', '36~37', '36 \\, 37', '36\\;\\text{or}\\;37',
+ '\\begin{cases}36\\\\37\\end{cases}', '\\begin{array}{c}36\\\\37\\end{array}', '\\begin{aligned}x&=36\\\\x&=37\\end{aligned}', '36 \\newline 37', '36\n37', '\\text{36}\\text{37}', '36^{\\circ} \\text{ or } 37^{\\circ}',
+ '\\mathbf{36}, \\mathbf{37}', '36 \\text{ to } 37', '36-37', 'between 36 and 37', '\\text{at most } 36', '\\le 36', 'x \\le 36', '\\sqrt{1296}+\\epsilon', '36 + 0i', '36 + i', '36e0', '36\\%', '3600\\%', '0.36', 'thirty-six', 'thirty seven',
+ '36 \\text{ million}', '\\frac{36}{1}', '36.', '36 \\text{ (exactly)}', '36 \\text{ approx.}', '36.4', '\\lceil 35.2 \\rceil', '6^2', '2^{2}\\cdot 3^{2}'])('%j against 36', (pred) => {
+    const v = grade(`The final answer is $\\boxed{${pred}}$.`, '36');
+    expect(v.correct, `rule=${v.rule} pred=${v.normalizedPrediction}`).toBe(EQUAL.has(pred));
+  });
+});
+
 describe('extraction from whole responses', () => {
   it.each([
     ['So $x = \\boxed{3}$ and $y = \\boxed{5}$.', '(3, 5)', true],
