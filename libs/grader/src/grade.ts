@@ -78,6 +78,34 @@ function numericFastPath(pred: string, predPct: boolean, gold: string, goldPct: 
   return percentPairs(p, g, { predPercent: predPct, goldPercent: goldPct }, (x) => x.div(hundred)).some(([a, b]) => a.equals(b));
 }
 
+/** A gold normalised and parsed once: the rollouts of a group (and a replay) grade against the same gold. */
+interface PreparedGold {
+  normalized: NormalizedAnswer;
+  node: AnswerNode | 'unparsed' | 'failed';
+}
+const GOLD_CACHE_SIZE = 2048;
+const goldCache = new Map<string, PreparedGold>();
+
+function preparedGold(gold: string): PreparedGold {
+  const hit = goldCache.get(gold);
+  if (hit) return hit;
+  const normalized = normalizeLatex(gold);
+  let node: PreparedGold['node'] = 'unparsed';
+  if (normalized.text && normalized.text.length <= MAX_ANSWER_CHARS) {
+    try {
+      const parsed = parseAnswer(normalized.text);
+      node = leavesParse(parsed) ? parsed : 'unparsed';
+    } catch (e) {
+      node = e instanceof GraderError && e.code === 'unparseable' ? 'unparsed' : 'failed';
+    }
+  }
+  // Parsed answers are never mutated, so a cached one is shared safely.
+  const out = { normalized, node };
+  if (goldCache.size >= GOLD_CACHE_SIZE) goldCache.delete(goldCache.keys().next().value as string);
+  goldCache.set(gold, out);
+  return out;
+}
+
 /** `(C) 12` / `c) 12`: an option letter followed by the option's value. */
 const CHOICE_LEAD = /^\(?([A-Ea-e])\)\s+(\S.*)$/;
 
@@ -108,7 +136,8 @@ function gradeCore(prediction: string, gold: string, opts: GradeOptions): Core {
   // Normalising is linear but not free: far longer answers than any rule grades are not normalised at all.
   if (gold.length > 4 * MAX_ANSWER_CHARS || (extracted?.length ?? 0) > 4 * MAX_ANSWER_CHARS)
     return { verdict: { extracted, normalizedPrediction: null, normalizedGold: null, correct: false, rule: 'fail_closed' } };
-  const ng = normalizeLatex(gold);
+  const prepared = preparedGold(gold);
+  const ng = prepared.normalized;
   const base = { extracted, normalizedPrediction: null, normalizedGold: ng.text || null };
   if (!ng.text) return { verdict: { ...base, correct: false, rule: 'gold_unparsed' } };
   if (extracted === null) return { verdict: { ...base, correct: false, rule: 'no_answer' } };
@@ -134,15 +163,10 @@ function gradeCore(prediction: string, gold: string, opts: GradeOptions): Core {
   if (fast === true || (fast === false && !hints?.approximate && hints?.decimals === undefined && hints?.significantFigures === undefined)) {
     return { verdict: out(fast, unitRule ?? (np.percent || ng.percent ? 'percent' : 'numeric')) };
   }
-  let gNode: AnswerNode;
-  try {
-    gNode = parseAnswer(ng.text);
-    if (!leavesParse(gNode)) return { verdict: out(false, 'gold_unparsed') };
-  } catch (e) {
-    // A gold that does not parse is reported as such (never a silent false).
-    if (e instanceof GraderError && e.code === 'unparseable') return { verdict: out(false, 'gold_unparsed') };
-    return { verdict: out(false, 'fail_closed') };
-  }
+  // A gold that does not parse is reported as such (never a silent false).
+  if (prepared.node === 'unparsed') return { verdict: out(false, 'gold_unparsed') };
+  if (prepared.node === 'failed') return { verdict: out(false, 'fail_closed') };
+  const gNode = prepared.node;
   let pNode: AnswerNode;
   try {
     pNode = parsePrediction(np.text, gNode, ng.text, hints);
