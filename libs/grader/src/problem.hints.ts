@@ -43,7 +43,18 @@ function countWord(w: string): number | undefined {
   return /^\d+$/.test(w) ? Number(w) : WORD_NUMBERS[w.toLowerCase()];
 }
 
+/**
+ * The part of a problem that asks (its last three sentences): a precision or unit mentioned earlier in
+ * the setup ("a rope measured to the nearest tenth") is not what the answer is asked in.
+ */
+function questionPart(t: string): string {
+  const sentences = t.split(/(?<=[.?!])\s+(?=\S)/);
+  return sentences.slice(-3).join(' ');
+}
+
 function precisionOf(t: string): PrecisionHints {
+  const float = /output format required:\s*float/.test(t);
+  t = questionPart(t);
   const nearest = /\bnearest\s+(?:(?:whole\s+)?(?:number|integer)|whole|unit|one|dollar|cent|percent|degree|[a-z-]*th(?:s)?\b)/.exec(t);
   if (nearest) {
     const w = nearest[0];
@@ -61,7 +72,7 @@ function precisionOf(t: string): PrecisionHints {
     const s = countWord(sig[1] ?? sig[2]);
     if (s !== undefined && s > 0) return { significantFigures: s };
   }
-  if (/output format required:\s*float|\bapproximat(?:e|ely|ion)\b|\bestimate\b|\bnumerical(?:ly)?\b/.test(t)) return { approximate: true };
+  if (float || /\bapproximat(?:e|ely|ion)\b|\bestimate\b|\bnumerical(?:ly)?\b/.test(t)) return { approximate: true };
   return {};
 }
 
@@ -95,6 +106,7 @@ function choicesOf(problem: string): Map<string, string> | undefined {
 function unitOf(problem: string, t: string): UnitSpec | undefined {
   const explicit = /\(unit:\s*([^)]+)\)/i.exec(problem);
   if (explicit) return parseUnit(explicit[1]) ?? undefined;
+  t = questionPart(t);
   const patterns = [
     /\bin\s+units\s+of\s+((?:square|cubic)\s+)?([a-z]+(?:\/[a-z]+)?)/,
     /\bhow\s+many\s+((?:square|cubic)\s+)?([a-z]+)/,

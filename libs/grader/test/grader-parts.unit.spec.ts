@@ -105,3 +105,14 @@ describe('exact radicals and matrices', () => {
     expect(() => evaluateMatrixExpression(parseLatex('\\begin{pmatrix}1&2\\end{pmatrix}+\\begin{pmatrix}1\\\\2\\end{pmatrix}'))).toThrow(/shapes differ/);
   });
 });
+
+describe('problemHints reads what the question asks, not the setup', () => {
+  it('ignores a precision, an approximation or a unit mentioned in the setup', () => {
+    const setup = 'A rope was measured to the nearest tenth of a metre. It is approximately 3 metres long, in meters. Two friends share it. One takes a third. What fraction of the rope is left? Express your answer as a common fraction.';
+    const h = problemHints(setup);
+    expect(h.decimals).toBeUndefined();
+    expect(h.approximate).toBeUndefined();
+    expect(h.unit).toBeUndefined();
+    expect(problemHints('A long story. Another sentence. Yet another. Output format required: float').approximate).toBe(true);
+  });
+});
