@@ -32,9 +32,10 @@ export interface HandVerdict extends TrajectoryAnswer {
   before: boolean;
   /**
    * Who was right: `source` (its recorded verdict is the hand-checked one, the grader before was wrong),
-   * `grader` (the grader before was right, the source wrong or silent), `neither`.
+   * `grader` (the grader before was right, the source wrong or silent), `neither`, or `both` (a row kept
+   * as a real example of a kind, hedges mostly, on which both were right).
    */
-  right: 'source' | 'grader' | 'neither';
+  right: 'source' | 'grader' | 'neither' | 'both';
   /** Why, in a few words. */
   reason: string;
   /** False when no bounded grader can decide it (the proof takes longer than the time limit): it must end `undecided`. */

@@ -15,7 +15,7 @@ describe('trajectory-verdicts.jsonl (hand-checked real answers)', () => {
     expect(ROWS.length).toBeGreaterThan(150);
     for (const r of ROWS) {
       expect(typeof r.expected, r.id).toBe('boolean');
-      expect(['source', 'grader', 'neither'], r.id).toContain(r.right);
+      expect(['source', 'grader', 'neither', 'both'], r.id).toContain(r.right);
       expect(r.reason.length, r.id).toBeGreaterThan(10);
     }
   });
