@@ -125,6 +125,12 @@ export const RolloutCompletedData = z.object({
   truncated: z.boolean(),
   /** `context_exceeded`: the engine refused the next turn (context window full); the rollout is truncated there. */
   finishReason: z.enum(['answer', 'no_tool_call', 'budget', 'max_turns', 'error', 'context_exceeded']),
+  /**
+   * The problem text of the `RolloutRequested` (optional, added without a version bump): reward-grading
+   * uses it for the problem-aware rules (a precision or unit the problem asks for, its options). Absent =
+   * the grader stays strict.
+   */
+  problem: z.string().optional(),
 });
 
 export const RewardAssignedData = z.object({

@@ -1,173 +1,163 @@
-import type { AnswerNode } from './answer.parser';
-import { compareEquations, compareExpressions, type Equality } from './expression.compare';
-import { freeVariables, parseLatex, type MathJson } from './expression.evaluator';
+import { parseAnswer, type AnswerNode } from './answer.parser';
+import { GraderError } from './errors';
+import { type Equality } from './expression.compare';
+import { compareLeaves, parsedLeaf, type CompareContext } from './leaf.compare';
+import { phraseValue } from './phrase.value';
+import {
+  boundVariables,
+  chainValue,
+  compareRatios,
+  compareRelations,
+  comparePart,
+  matchOrdered,
+  matchUnordered,
+  toSetParts,
+} from './relation.compare';
+
+export { hasDecimal, leafLatex, percentPairs, type CompareContext } from './leaf.compare';
 
 /** The outcome of comparing two parsed answers, with the rule that decided it. */
 export interface NodeComparison {
   equality: Equality;
   rule: string;
-}
-
-/** Flags of the top-level answers (rule 5). */
-export interface CompareContext {
-  predPercent: boolean;
-  goldPercent: boolean;
+  /** The forms the deciding rule compared when they are not the parsed answers (a chain's value, ...). */
+  pred?: AnswerNode;
+  gold?: AnswerNode;
 }
 
 const NO_FLAGS: CompareContext = { predPercent: false, goldPercent: false };
 
-/** Prepares a normalised leaf for the LaTeX parser: mixed numbers, `j` as the imaginary unit. */
-export function leafLatex(latex: string): string {
-  let s = latex.trim();
-  const mixed = /^([+-]?)(\d+)\s*\\frac\s*\{?(\d+)\}?\s*\{?(\d+)\}?$/.exec(s) ?? /^([+-]?)(\d+)\s+(\d+)\s*\/\s*(\d+)$/.exec(s);
-  if (mixed) {
-    const [, sign, w, n, d] = mixed;
-    s = `${sign}\\frac{${BigInt(w) * BigInt(d) + BigInt(n)}}{${d}}`;
-  }
-  if (/(^|[^a-zA-Z\\])j($|[^a-zA-Z])/.test(s) && !/(^|[^a-zA-Z\\])i($|[^a-zA-Z])/.test(s) && /\d\s*j|j\s*\d|^[+-]?j$/.test(s)) {
-    s = s.replace(/(^|[^a-zA-Z\\])j(?=$|[^a-zA-Z])/g, '$1i');
-  }
-  return s;
+/** The context for the parts of an answer: no top-level percent flags, the same hints and renames. */
+function inner(ctx: CompareContext): CompareContext {
+  return ctx.hints || ctx.rename ? { predPercent: false, goldPercent: false, hints: ctx.hints, rename: ctx.rename } : NO_FLAGS;
 }
 
-/** Non-integer decimal literal in the text: an approximation (rule 6). */
-export function hasDecimal(latex: string): boolean {
-  return /(^|[^\d])\.\d|\d\.\d/.test(latex);
+/** An item of a list with the name it was given (`x = 3` -> {label: `x`, value: `3`}). */
+interface Item {
+  label: string | null;
+  value: AnswerNode;
+  inconsistent?: true;
 }
 
-/**
- * Rule 5: the readings under which two values may be equal. Always as written (`28%` = `28%`, `28` = `28%`);
- * a one-sided `%` may also be read as a fraction (`0.28` = `28%`, `15%` = `0.15`). A bare gold `28` is
- * never `0.28`.
- */
-export function percentPairs<T>(p: T, g: T, ctx: CompareContext, hundredth: (x: T) => T): [T, T][] {
-  const pairs: [T, T][] = [[p, g]];
-  if (ctx.predPercent && !ctx.goldPercent) pairs.push([hundredth(p), g]);
-  if (ctx.goldPercent && !ctx.predPercent) pairs.push([p, hundredth(g)]);
-  return pairs;
+function items(n: AnswerNode, ctx: CompareContext): Item[] {
+  if (n.kind === 'list') return n.items.flatMap((i) => items(i, ctx));
+  const c = chainValue(n, ctx);
+  if (c === 'inconsistent') return [{ label: null, value: n, inconsistent: true }];
+  if (c) return [{ label: c.label?.kind === 'expr' ? c.label.latex.trim() : null, value: c.value }];
+  return [{ label: null, value: n }];
 }
 
-const parsed = (latex: string): MathJson => parseLatex(leafLatex(latex));
-
-function exprEquality(pred: string, gold: string, ctx: CompareContext): Equality {
-  const p = parsed(pred);
-  const g = parsed(gold);
-  const predHasDecimal = hasDecimal(pred);
-  const goldHasDecimal = hasDecimal(gold);
-  let sawUnknown = false;
-  for (const [pv, gv] of percentPairs<MathJson>(p, g, ctx, (x) => ['Divide', x, 100])) {
-    const r = compareExpressions(pv, gv, { predHasDecimal, goldHasDecimal });
-    if (r === 'equal') return 'equal';
-    if (r === 'unknown') sawUnknown = true;
-  }
-  return sawUnknown ? 'unknown' : 'different';
+function scaledMatrix(n: Extract<AnswerNode, { kind: 'matrix' }>): AnswerNode[][] {
+  if (!n.scale) return n.rows;
+  return n.rows.map((r) => r.map((c) => (c.kind === 'expr' ? { kind: 'expr', latex: `(${n.scale})\\cdot(${c.latex})` } : c)));
 }
 
-const LABEL = /^(?:[a-zA-Z](?:_\{?[\w,]+\}?)?'*|\|[a-zA-Z ]+\||[a-zA-Z]{1,3}|[fghFGHPQ]\([^()]*\)|\\angle\s*[A-Z]+|m\s*\\angle\s*[A-Z]+|\\[a-zA-Z]+(?:_\{?\w+\}?)?)$/;
-
-/** A left-hand side that only names the answer (`x`, `|AB|`, `f(2)`, `(p,q)`): rule 8. */
-function isLabel(n: AnswerNode): boolean {
-  if (n.kind === 'expr') return LABEL.test(n.latex.trim()) && !/^\\(?:pi|infty|sqrt|frac)/.test(n.latex.trim());
-  if (n.kind === 'tuple') return n.items.every(isLabel);
-  if (n.kind === 'choice') return true;
-  return false;
+/** A column vector (n x 1 matrix) against a tuple in parentheses: the same n values in order. */
+function vectorAgainstTuple(m: Extract<AnswerNode, { kind: 'matrix' }>, t: Extract<AnswerNode, { kind: 'tuple' }>, predIsMatrix: boolean, ctx: CompareContext): NodeComparison | null {
+  if (t.open !== '(' || t.close !== ')' || m.rows.some((r) => r.length !== 1)) return null;
+  const entries = scaledMatrix(m).map((r) => r[0]);
+  return { equality: predIsMatrix ? matchOrdered(entries, t.items, ctx) : matchOrdered(t.items, entries, ctx), rule: 'vector_tuple' };
 }
 
-/** `x = v` / `x \approx v` / `x = a = v` with a label on the left -> `v`. */
-function labelledValue(n: AnswerNode): AnswerNode | null {
-  if (n.kind !== 'relation') return null;
-  if (!n.ops.every((o) => o === '=' || o === '\\approx')) return null;
-  if (!isLabel(n.sides[0])) return null;
-  return n.sides[n.sides.length - 1];
-}
-
-interface Interval {
-  lo: AnswerNode;
-  hi: AnswerNode;
-  loClosed: boolean;
-  hiClosed: boolean;
-}
-type SetPart = Interval | { point: AnswerNode };
-
-const INF: AnswerNode = { kind: 'expr', latex: '\\infty' };
-const NEG_INF: AnswerNode = { kind: 'expr', latex: '-\\infty' };
-
-function isConstant(n: AnswerNode): boolean {
-  if (n.kind !== 'expr') return false;
-  try {
-    return freeVariables(parsed(n.latex)).size === 0;
-  } catch {
-    return false;
-  }
-}
-
-function bareVariable(n: AnswerNode): string | null {
-  return n.kind === 'expr' && /^[a-zA-Z]$/.test(n.latex.trim()) ? n.latex.trim() : null;
-}
-
-function absVariable(n: AnswerNode): string | null {
-  const m = n.kind === 'expr' ? /^\|\s*([a-zA-Z])\s*\|$/.exec(n.latex.trim()) : null;
-  return m ? m[1] : null;
-}
-
-/** A one-variable solved inequality, an interval, a union or a finite set as parts of the real line (rules 7, 8). */
-function toSetParts(n: AnswerNode): SetPart[] | null {
-  switch (n.kind) {
-    case 'reals':
-      return [{ lo: NEG_INF, hi: INF, loClosed: false, hiClosed: false }];
-    case 'empty':
-      return [];
-    case 'tuple':
-      if (n.items.length !== 2) return null;
-      return [{ lo: n.items[0], hi: n.items[1], loClosed: n.open === '[', hiClosed: n.close === ']' }];
-    case 'union': {
-      const parts = n.parts.map(toSetParts);
-      return parts.some((p) => p === null) ? null : (parts as SetPart[][]).flat();
-    }
-    case 'list':
-      return n.braces ? n.items.map((point) => ({ point })) : null;
-    case 'relation':
-      return relationToSetParts(n);
-    default:
-      return null;
-  }
-}
-
-function relationToSetParts(n: Extract<AnswerNode, { kind: 'relation' }>): SetPart[] | null {
-  if (n.ops.length === 1 && n.ops[0] === '\\in' && bareVariable(n.sides[0])) return toSetParts(n.sides[1]);
-  const up = n.ops.every((o) => o === '<' || o === '\\leq');
-  const down = n.ops.every((o) => o === '>' || o === '\\geq');
-  if (!up && !down) return null;
-  const sides = up ? n.sides : [...n.sides].reverse();
-  const ops = (up ? n.ops : [...n.ops].reverse()).map((o) => o === '<' || o === '>' ? 'lt' : 'le');
-  if (sides.length === 2) {
-    if (bareVariable(sides[0]) && isConstant(sides[1])) return [{ lo: NEG_INF, hi: sides[1], loClosed: false, hiClosed: ops[0] === 'le' }];
-    if (bareVariable(sides[1]) && isConstant(sides[0])) return [{ lo: sides[0], hi: INF, loClosed: ops[0] === 'le', hiClosed: false }];
-    return null;
-  }
-  if (sides.length === 3 && isConstant(sides[0]) && isConstant(sides[2])) {
-    const loClosed = ops[0] === 'le';
-    const hiClosed = ops[1] === 'le';
-    if (bareVariable(sides[1])) return [{ lo: sides[0], hi: sides[2], loClosed, hiClosed }];
-    if (absVariable(sides[1]) && sides[0].kind === 'expr' && sides[2].kind === 'expr') {
-      // a <= |x| <= b  <=>  x in [-b, -a] U [a, b]   (a >= 0)
-      const neg = (e: AnswerNode): AnswerNode => ({ kind: 'expr', latex: `-(${(e as { latex: string }).latex})` });
-      return [
-        { lo: neg(sides[2]), hi: neg(sides[0]), loClosed: hiClosed, hiClosed: loClosed },
-        { lo: sides[0], hi: sides[2], loClosed, hiClosed },
-      ];
-    }
-  }
+/** Rule `matrix_expression`: at least one side is a matrix written as an expression (sum, product, power, ^T). */
+function matrixLatex(n: AnswerNode): string | null {
+  if (n.kind === 'matrix') return n.latex;
+  if (n.kind === 'expr' && /\\begin\{[pbvBV]?matrix\}|\\begin\{array\}/.test(n.latex)) return n.latex;
   return null;
 }
 
-function comparePart(p: SetPart, g: SetPart): Equality {
-  if ('point' in p || 'point' in g) {
-    if ('point' in p && 'point' in g) return compareNodes(p.point, g.point, NO_FLAGS).equality;
-    return 'different';
+/** The option a letter names, when the problem lists options (problem-aware rule `choice_option`). */
+function optionNode(letter: string, ctx: CompareContext): AnswerNode | null {
+  const text = ctx.hints?.choices?.get(letter);
+  if (!text) return null;
+  try {
+    return definedValue(parseAnswer(text), ctx) ?? parseAnswer(text);
+  } catch {
+    return null;
   }
-  if (p.loClosed !== g.loClosed || p.hiClosed !== g.hiClosed) return 'different';
-  return both(compareNodes(p.lo, g.lo, NO_FLAGS).equality, compareNodes(p.hi, g.hi, NO_FLAGS).equality);
+}
+
+/** A name the problem defines as a constant (`Let j = 52 - s.`) stands for its value (rule `defined_name`). */
+function definedValue(n: AnswerNode, ctx: CompareContext): AnswerNode | null {
+  const name = n.kind === 'expr' ? n.latex.trim() : n.kind === 'text' ? n.raw.trim() : null;
+  const value = name && /^[a-zA-Z]$/.test(name) ? ctx.hints?.definitions?.get(name) : undefined;
+  if (!value) return null;
+  const [num, den] = value.split('/');
+  return { kind: 'expr', latex: den ? `\\frac{${num}}{${den}}` : num };
+}
+
+/** `(r, l) = (1, 1)`: a tuple of names given a tuple of values is a list of named values. */
+function tupleAssignment(n: AnswerNode, ctx: CompareContext): AnswerNode | null {
+  if (n.kind !== 'relation' || n.ops.length !== 1 || n.ops[0] !== '=') return null;
+  const [l, r] = n.sides;
+  if (l.kind !== 'tuple' || r.kind !== 'tuple' || l.items.length !== r.items.length || !l.items.every((i) => i.kind === 'expr' && /^[a-zA-Z]$/.test(i.latex.trim()))) return null;
+  void ctx;
+  return { kind: 'list', braces: false, items: l.items.map((name, k) => ({ kind: 'relation', ops: ['='], sides: [name, r.items[k]] })) };
+}
+
+function compareChoice(pred: AnswerNode, gold: Extract<AnswerNode, { kind: 'choice' }>, ctx: CompareContext): NodeComparison {
+  if (pred.kind === 'choice') return { equality: pred.letter === gold.letter ? 'equal' : 'different', rule: 'choice' };
+  if (pred.kind === 'expr' && /^[a-eA-E]$/.test(pred.latex.trim()))
+    return { equality: pred.latex.trim().toUpperCase() === gold.letter ? 'equal' : 'different', rule: 'choice' };
+  if (pred.kind === 'text') {
+    // `option c`, `answer (c)`: one letter a-e and no other standalone letter (`(C) and (D)` is a hedge).
+    const letters = pred.words.split(' ').filter((w) => /^[a-e]$/.test(w));
+    const m = /^(?:(?:option|choice|answer)\s+)?([a-e])\b/.exec(pred.words);
+    return { equality: m && letters.length === 1 && m[1].toUpperCase() === gold.letter ? 'equal' : 'different', rule: 'choice' };
+  }
+  // A value against a lettered gold: the option whose text equals the value, when exactly one does.
+  const choices = ctx.hints?.choices;
+  if (choices) {
+    const matching = [...choices.keys()].filter((letter) => {
+      const opt = optionNode(letter, ctx);
+      try {
+        return opt !== null && compareNodes(pred, opt, inner(ctx)).equality === 'equal';
+      } catch {
+        return false;
+      }
+    });
+    if (matching.length === 1) return { equality: matching[0] === gold.letter ? 'equal' : 'different', rule: 'choice_option' };
+  }
+  return { equality: 'different', rule: 'choice' };
+}
+
+/** Lists of values: hedges, the unknown asked for, labelled unknowns, order (rules 7, 9). */
+function compareLists(pred: AnswerNode, gold: AnswerNode, ctx: CompareContext): NodeComparison {
+  const sub = inner(ctx);
+  const ps = items(pred, ctx);
+  const gs = items(gold, ctx);
+  const eq = (a: AnswerNode, b: AnswerNode): Equality => compareNodes(a, b, sub).equality;
+  if (ps.some((p) => p.inconsistent)) return { equality: 'different', rule: 'hedged' };
+  if (gold.kind === 'tuple' || pred.kind === 'tuple') {
+    // Labelled unknowns against an ordered tuple: in the order the prediction names them.
+    const tuple = gold.kind === 'tuple' ? gold : (pred as Extract<AnswerNode, { kind: 'tuple' }>);
+    const list = gold.kind === 'tuple' ? ps : gs;
+    if (tuple.open === '(' && list.length === tuple.items.length && list.every((i) => i.label !== null)) {
+      const values = list.map((i) => i.value);
+      return { equality: gold.kind === 'tuple' ? matchOrdered(values, tuple.items, sub) : matchOrdered(tuple.items, values, sub), rule: 'labelled_list' };
+    }
+    if (!(gs.length === 1 && ps.length > 1)) return { equality: 'different', rule: 'structure' };
+  }
+  if (gs.length === 1 && ps.length > 1) {
+    const asked = ctx.hints?.askedVariable;
+    const labels = ps.map((p) => p.label);
+    if (asked && labels.every((l) => l !== null) && new Set(labels).size === labels.length) {
+      const hit = ps.find((p) => p.label === asked || p.label?.toLowerCase() === asked.toLowerCase());
+      if (hit) return { ...compareNodes(hit.value, gs[0].value, sub), rule: 'asked_variable', pred: hit.value, gold: gs[0].value };
+    }
+    // The same value given twice is one value; two different values are a hedge (rule 9).
+    if (ps.every((p) => eq(p.value, ps[0].value) === 'equal')) return { ...compareNodes(ps[0].value, gs[0].value, sub), pred: ps[0].value, gold: gs[0].value };
+    return { equality: 'different', rule: 'hedged' };
+  }
+  const pl = ps.map((p) => p.label);
+  const gl = gs.map((g) => g.label);
+  const named = (ls: (string | null)[]) => ls.every((l) => l !== null) && new Set(ls).size === ls.length;
+  if (ps.length === gs.length && named(pl) && named(gl) && pl.every((l) => gl.includes(l))) {
+    const byLabel = ps.map((p) => [p.value, gs.find((g) => g.label === p.label)!.value] as const);
+    return { equality: byLabel.reduce<Equality>((acc, [a, b]) => (acc === 'different' ? acc : both(acc, eq(a, b))), 'equal'), rule: 'labelled_list' };
+  }
+  if (ctx.hints?.ordered) return { equality: matchOrdered(ps.map((p) => p.value), gs.map((g) => g.value), sub), rule: 'ordered_list' };
+  return { equality: matchUnordered(ps.map((p) => p.value), gs.map((g) => g.value), eq), rule: 'set' };
 }
 
 function both(a: Equality, b: Equality): Equality {
@@ -175,130 +165,114 @@ function both(a: Equality, b: Equality): Equality {
   return a === 'unknown' || b === 'unknown' ? 'unknown' : 'equal';
 }
 
-/** Unordered matching of two collections (greedy; each gold item used once). */
-function matchUnordered<T>(preds: T[], golds: T[], eq: (p: T, g: T) => Equality): Equality {
-  if (preds.length !== golds.length) return 'different';
-  const used = new Set<number>();
-  let unknown = false;
-  for (const p of preds) {
-    let found = -1;
-    for (let k = 0; k < golds.length && found < 0; k++) {
-      if (used.has(k)) continue;
-      const r = eq(p, golds[k]);
-      if (r === 'equal') found = k;
-      else if (r === 'unknown') unknown = true;
-    }
-    if (found < 0) return unknown ? 'unknown' : 'different';
-    used.add(found);
-  }
-  return 'equal';
+const intervalish = (n: AnswerNode): boolean =>
+  n.kind === 'union' || n.kind === 'reals' || n.kind === 'empty' || n.kind === 'relation' ||
+  (n.kind === 'tuple' && (n.open === '[' || n.close === ']' || n.items.some((i) => i.kind === 'expr' && /\\infty/.test(i.latex))));
+
+/** A ratio of two parts is the quotient (`11:21` = `\frac{11}{21}`). */
+function ratioAsExpr(n: AnswerNode): AnswerNode {
+  if (n.kind !== 'ratio' || n.parts.length !== 2 || n.parts.some((p) => p.kind !== 'expr')) return n;
+  const [a, b] = n.parts as { latex: string }[];
+  return { kind: 'expr', latex: `\\frac{${a.latex}}{${b.latex}}` };
 }
 
-function matchOrdered(preds: AnswerNode[], golds: AnswerNode[]): Equality {
-  if (preds.length !== golds.length) return 'different';
-  return preds.reduce<Equality>((acc, p, i) => both(acc, compareNodes(p, golds[i], NO_FLAGS).equality), 'equal');
-}
-
-function flatten(n: AnswerNode): AnswerNode[] {
-  if (n.kind === 'list') return n.items.flatMap(flatten);
-  const v = labelledValue(n);
-  return [v ?? n];
-}
-
-function scaledMatrix(n: Extract<AnswerNode, { kind: 'matrix' }>): AnswerNode[][] {
-  if (!n.scale) return n.rows;
-  return n.rows.map((r) =>
-    r.map((c) => (c.kind === 'expr' ? { kind: 'expr', latex: `(${n.scale})\\cdot(${c.latex})` } : c)),
-  );
-}
-
-function oriented(n: Extract<AnswerNode, { kind: 'relation' }>): { op: string; sides: AnswerNode[] } | null {
-  if (n.sides.length !== 2) return null;
-  const op = n.ops[0];
-  if (op === '>') return { op: '<', sides: [n.sides[1], n.sides[0]] };
-  if (op === '\\geq') return { op: '\\leq', sides: [n.sides[1], n.sides[0]] };
-  return { op, sides: n.sides };
-}
-
-function leafJson(n: AnswerNode): MathJson | null {
-  return n.kind === 'expr' ? parsed(n.latex) : null;
-}
-
-function compareRelations(p: Extract<AnswerNode, { kind: 'relation' }>, g: Extract<AnswerNode, { kind: 'relation' }>): NodeComparison {
-  const pi = toSetParts(p);
-  const gi = toSetParts(g);
-  if (pi && gi) return { equality: matchUnordered(pi, gi, comparePart), rule: 'inequality' };
-  const po = oriented(p);
-  const go = oriented(g);
-  if (!po || !go) return { equality: 'unknown', rule: 'relation' };
-  if (po.op === '=' && go.op === '=') {
-    const pl = leafJson(po.sides[0]);
-    const pr = leafJson(po.sides[1]);
-    const gl = leafJson(go.sides[0]);
-    const gr = leafJson(go.sides[1]);
-    if (pl !== null && pr !== null && gl !== null && gr !== null) return { equality: compareEquations([pl, pr], [gl, gr]), rule: 'equation' };
-    return { equality: matchOrdered(po.sides, go.sides), rule: 'equation' };
-  }
-  if (po.op !== go.op) return { equality: 'different', rule: 'relation' };
-  const direct = matchOrdered(po.sides, go.sides);
-  if (direct === 'equal' || (po.op !== '\\neq' && po.op !== '=')) return { equality: direct, rule: 'relation' };
-  return { equality: matchOrdered(po.sides, [go.sides[1], go.sides[0]]), rule: 'relation' };
+/** `f(t) = ..` against `f(x) = ..`: the prediction's bound variable renamed to the gold's (rule `renamed_variable`). */
+function renameFor(pLabel: AnswerNode | null, gLabel: AnswerNode | null): Map<string, string> | null {
+  const p = pLabel ? boundVariables(pLabel) : null;
+  const g = gLabel ? boundVariables(gLabel) : null;
+  if (!p || !g || p.name !== g.name || p.args.length !== g.args.length || p.args.every((a, i) => a === g.args[i])) return null;
+  return new Map(p.args.map((a, i) => [a, g.args[i]]));
 }
 
 /**
- * Compares a parsed prediction with a parsed gold answer (GRADING rules 3-9). Returns `unknown` when the
- * fast path cannot decide; never throws for a structural mismatch (that is `different`), but lets
- * `GraderError` (unparseable, refused) propagate so the caller can fail closed or offload.
+ * Compares a parsed prediction with a parsed gold answer (GRADING rules 3-9 and GRADING-RULES.md).
+ * Returns `unknown` when the fast path cannot decide; never throws for a structural mismatch (that is
+ * `different`), but lets `GraderError` (unparseable, refused) propagate so the caller can fail closed or
+ * offload.
  */
 export function compareNodes(pred: AnswerNode, gold: AnswerNode, ctx: CompareContext = NO_FLAGS): NodeComparison {
-  // A labelled gold `x = v` accepts `v` and `y = v`; a labelled prediction answers with its value.
-  const gv = labelledValue(gold);
-  const pv = labelledValue(pred);
-  if (gv || pv) {
-    if (gv && pv) return compareNodes(pv, gv, ctx);
-    if (gv && pred.kind !== 'relation') return compareNodes(pred, gv, ctx);
-    if (pv && gold.kind !== 'relation') return compareNodes(pv, gold, ctx);
+  const assigned = tupleAssignment(pred, ctx);
+  if (assigned && gold.kind !== 'relation' && gold.kind !== 'tuple') return compareNodes(assigned, gold, ctx);
+  // With the problem's options, a gold that is one lower-case letter (`c`) names an option.
+  if (gold.kind === 'expr' && /^[a-e]$/.test(gold.latex.trim()) && ctx.hints?.choices?.has(gold.latex.trim().toUpperCase()))
+    return compareNodes(pred, { kind: 'choice', letter: gold.latex.trim().toUpperCase() }, ctx);
+  if (ctx.hints?.definitions && gold.kind !== 'text') {
+    const value = definedValue(pred, ctx);
+    if (value && !(gold.kind === 'expr' && gold.latex.trim() === (pred as { latex?: string }).latex?.trim()))
+      return { ...compareNodes(value, gold, ctx), rule: 'defined_name', pred: value };
   }
-  if (gold.kind === 'relation' && pred.kind === 'relation') return compareRelations(pred, gold);
+  // A chain or labelled value: `x = v`, `20 + 25 = 45`, `v = x`; an inconsistent chain offers two values.
+  const gc = gold.kind === 'relation' ? chainValue(gold, ctx) : null;
+  let pc = pred.kind === 'relation' ? chainValue(pred, ctx) : null;
+  if (pc === null && pred.kind === 'relation' && gold.kind !== 'relation' && ctx.hints) pc = chainValue(pred, ctx, true);
+  if (pc === 'inconsistent' && gold.kind !== 'relation') return { equality: 'different', rule: 'hedged' };
+  const gv = gc && gc !== 'inconsistent' ? gc : null;
+  const pv = pc && pc !== 'inconsistent' ? pc : null;
+  if (gv && pv) {
+    const rename = renameFor(pv.label, gv.label);
+    if (rename) return { ...compareNodes(pv.value, gv.value, { ...ctx, rename }), rule: 'renamed_variable', pred: pv.value, gold: gv.value };
+    return compareNodes(pv.value, gv.value, ctx);
+  }
+  if (gv && pred.kind !== 'relation') return compareNodes(pred, gv.value, ctx);
+  if (pv && gold.kind !== 'relation') {
+    const r = compareNodes(pv.value, gold, ctx);
+    return pv.label === null && r.equality === 'equal' && pred.kind === 'relation' && pred.ops.length > 0 ? { ...r, rule: 'chain', pred: pv.value } : r;
+  }
+  if (gold.kind === 'relation' && pred.kind === 'relation') return compareRelations(pred, gold, ctx);
 
+  // A list of values in square brackets (eigenvalues, roots) is a list, not an interval, when the gold is a list.
+  if (gold.kind === 'list' && pred.kind === 'tuple' && pred.open === '[' && pred.close === ']' && !pred.items.some((i) => i.kind === 'expr' && /\\infty/.test(i.latex))) {
+    const r = compareLists({ kind: 'list', items: pred.items, braces: false }, gold, ctx);
+    return { ...r, rule: r.rule === 'set' ? 'list_values' : r.rule };
+  }
   const gSet = toSetParts(gold);
   const pSet = toSetParts(pred);
-  const intervalish = (n: AnswerNode) =>
-    n.kind === 'union' || n.kind === 'reals' || n.kind === 'empty' || n.kind === 'relation' ||
-    (n.kind === 'tuple' && (n.open === '[' || n.close === ']' || n.items.some((i) => i.kind === 'expr' && /\\infty/.test(i.latex))));
   if (gSet && pSet && (intervalish(gold) || intervalish(pred))) {
-    return { equality: matchUnordered(pSet, gSet, comparePart), rule: 'interval' };
+    return { equality: matchUnordered(pSet, gSet, (a, b) => comparePart(a, b, inner(ctx))), rule: 'interval' };
   }
   if (gold.kind === 'relation' || pred.kind === 'relation') return { equality: 'different', rule: 'relation' };
 
-  if (gold.kind === 'list' || pred.kind === 'list') {
-    const ps = flatten(pred);
-    const gs = flatten(gold);
-    if (gs.length === 1 && ps.length > 1) return { equality: 'different', rule: 'hedged' };
-    if (gold.kind === 'tuple' || pred.kind === 'tuple') return { equality: 'different', rule: 'structure' };
-    return { equality: matchUnordered(ps, gs, (a, b) => compareNodes(a, b, NO_FLAGS).equality), rule: 'set' };
+  if (gold.kind === 'choice') {
+    if (pred.kind === 'list' && pred.items.length > 1) return { equality: 'different', rule: 'hedged' };
+    return compareChoice(pred, gold, ctx);
+  }
+  if (pred.kind === 'choice' && gold.kind !== 'list') {
+    const opt = optionNode(pred.letter, ctx);
+    if (opt) return { ...compareNodes(opt, gold, inner(ctx)), rule: 'choice_option', pred: opt };
+    return { equality: 'different', rule: 'structure' };
+  }
+  if (gold.kind === 'list' || pred.kind === 'list') return compareLists(pred, gold, ctx);
+
+  if (gold.kind === 'ratio' || pred.kind === 'ratio') {
+    if (gold.kind === 'ratio' && pred.kind === 'ratio') return { equality: compareRatios(pred.parts, gold.parts, inner(ctx)), rule: 'ratio' };
+    const p = ratioAsExpr(pred);
+    const g = ratioAsExpr(gold);
+    if (p.kind === 'ratio' || g.kind === 'ratio') return { equality: 'different', rule: 'ratio' };
+    return compareNodes(p, g, ctx);
+  }
+  const pm = matrixLatex(pred);
+  const gm = matrixLatex(gold);
+  if ((pm || gm) && !(pred.kind === 'matrix' && gold.kind === 'matrix')) {
+    if (pred.kind === 'matrix' && gold.kind === 'tuple') return vectorAgainstTuple(pred, gold, true, ctx) ?? { equality: 'different', rule: 'structure' };
+    if (gold.kind === 'matrix' && pred.kind === 'tuple') return vectorAgainstTuple(gold, pred, false, ctx) ?? { equality: 'different', rule: 'structure' };
+    if (pm && gm) return { ...compareLeavesSafe(pm, gm, ctx), rule: 'matrix_expression' };
+    return { equality: 'different', rule: 'structure' };
   }
   if (gold.kind === 'tuple' || pred.kind === 'tuple') {
     if (gold.kind !== 'tuple' || pred.kind !== 'tuple') return { equality: 'different', rule: 'structure' };
     if (gold.open !== pred.open || gold.close !== pred.close) return { equality: 'different', rule: 'tuple' };
-    return { equality: matchOrdered(pred.items, gold.items), rule: 'tuple' };
+    return { equality: matchOrdered(pred.items, gold.items, inner(ctx)), rule: 'tuple' };
   }
-  if (gold.kind === 'matrix' || pred.kind === 'matrix') {
-    if (gold.kind !== 'matrix' || pred.kind !== 'matrix') return { equality: 'different', rule: 'structure' };
+  if (gold.kind === 'matrix' && pred.kind === 'matrix') {
     const pr = scaledMatrix(pred);
     const gr = scaledMatrix(gold);
     if (pr.length !== gr.length || pr.some((r, i) => r.length !== gr[i].length)) return { equality: 'different', rule: 'matrix_shape' };
-    return { equality: matchOrdered(pr.flat(), gr.flat()), rule: 'matrix' };
+    return { equality: matchOrdered(pr.flat(), gr.flat(), inner(ctx)), rule: 'matrix' };
   }
-  if (gold.kind === 'choice') {
-    if (pred.kind === 'choice') return { equality: pred.letter === gold.letter ? 'equal' : 'different', rule: 'choice' };
-    if (pred.kind === 'expr' && /^[a-eA-E]$/.test(pred.latex.trim()))
-      return { equality: pred.latex.trim().toUpperCase() === gold.letter ? 'equal' : 'different', rule: 'choice' };
-    if (pred.kind === 'text') {
-      const m = /^([a-e])\b/.exec(pred.words);
-      return { equality: m && m[1].toUpperCase() === gold.letter ? 'equal' : 'different', rule: 'choice' };
-    }
-    return { equality: 'different', rule: 'choice' };
+  if (pred.kind === 'text' && gold.kind !== 'text') {
+    const value = phraseValue(pred.raw, ctx.hints);
+    if (!value) return { equality: 'different', rule: 'text' };
+    return { ...compareNodes(value, gold, ctx), rule: 'phrase_value', pred: value };
   }
   if (gold.kind === 'text' || pred.kind === 'text') {
     if (gold.kind !== 'text' || pred.kind !== 'text') return { equality: 'different', rule: 'text' };
@@ -313,13 +287,44 @@ export function compareNodes(pred: AnswerNode, gold: AnswerNode, ctx: CompareCon
     const same = pd !== null && gd !== null && pd.replace(/^0+(?=.)/, '') === gd.replace(/^0+(?=.)/, '') && (pb === null || gb === null || pb === gb);
     return { equality: same ? 'equal' : 'different', rule: 'base' };
   }
-  if (gold.kind === 'expr' && pred.kind === 'expr') {
-    const r = exprEquality(pred.latex, gold.latex, ctx);
-    const gj = parsed(gold.latex);
-    const numeric = freeVariables(gj).size === 0 && freeVariables(parsed(pred.latex)).size === 0;
-    return { equality: r, rule: ctx.predPercent || ctx.goldPercent ? 'percent' : numeric ? 'numeric' : 'symbolic' };
-  }
+  if (gold.kind === 'expr' && pred.kind === 'expr') return compareLeaves(pred.latex, gold.latex, ctx);
   if (gold.kind !== pred.kind) return { equality: 'different', rule: 'structure' };
   return { equality: 'equal', rule: 'structure' };
 }
 
+function compareLeavesSafe(pred: string, gold: string, ctx: CompareContext): { equality: Equality } {
+  try {
+    return compareLeaves(pred, gold, ctx);
+  } catch (e) {
+    if (e instanceof GraderError && e.code !== 'refused_huge') return { equality: 'different' };
+    throw e;
+  }
+}
+
+/** True when every expression leaf of a parsed gold parses (a gold that does not is reported, rule `gold_unparsed`). */
+export function leavesParse(n: AnswerNode): boolean {
+  switch (n.kind) {
+    case 'expr':
+      try {
+        parsedLeaf(n.latex);
+        return true;
+      } catch (e) {
+        if (e instanceof GraderError && e.code === 'unparseable') return false;
+        return true;
+      }
+    case 'list':
+      return n.items.every(leavesParse);
+    case 'tuple':
+      return n.items.every(leavesParse);
+    case 'union':
+      return n.parts.every(leavesParse);
+    case 'ratio':
+      return n.parts.every(leavesParse);
+    case 'relation':
+      return n.sides.every(leavesParse);
+    case 'matrix':
+      return n.rows.every((r) => r.every(leavesParse));
+    default:
+      return true;
+  }
+}

@@ -42,23 +42,36 @@ function findBoxes(text: string): Box[] | null {
   return boxes;
 }
 
-/** What separates two boxes that belong to one answer: `,` or `and` (with math delimiters and spaces). */
-const JOINER = /^[\s$]*(,|and|\\text\{\s*and\s*\})[\s$]*$/;
-/** Two boxes joined by `or` are a hedge; they are kept together so the list rule marks them wrong. */
-const HEDGE = /^[\s$]*(or|\\text\{\s*or\s*\})[\s$]*$/;
+/**
+ * What separates two boxes that belong to one answer: `,`, `;` or `and` (with math delimiters and
+ * spaces), optionally followed by the next unknown's name (`$x = \boxed{3}$ and $y = \boxed{5}$`).
+ */
+const JOINER = /^[\s$]*(,|;|and|\\text\{\s*and\s*\}|\\quad)[\s$]*(?:\\?[a-zA-Z]+(?:_\{?\w+\}?)?\s*=\s*)?[\s$]*$/;
+/** Two boxes joined by `or` (`or maybe`, `alternatively`) are a hedge; kept together so the list rule marks them wrong. */
+const HEDGE = /^[\s$,]*(?:\\text\{\s*)?(?:or|or\s+(?:maybe|perhaps|possibly)|maybe|perhaps|possibly|alternatively)(?:\s*\})?[\s$,]*$/i;
+/** The name an answer box is given just before it (`x = \boxed{3}`, `$y=$ \boxed{5}`). */
+const LABEL_BEFORE = /(?:^|[^a-zA-Z\\])(\\?[a-zA-Z]+(?:_\{?\w+\}?)?)\s*=\s*\$?\s*$/;
+/** Words that withdraw an earlier box: boxes around them are not several parts of one answer. */
+const RETRACTION = /\b(?:wait|wrong|mistake|actually|instead|correct(?:ion|ed)?|re-?check|however|but|oops|error|sorry|revis|recalculat|again|not|no)\b/i;
+/** What may stand between the parts of one answer: prose, math delimiters, names, units (no junk like `++++`). */
+const PROSE = /^[\sA-Za-z0-9$,.;:()'"=\\{}^_-]*$/;
 
 const MARKERS: RegExp[] = [
   /final answer\s*(?:is)?\s*[:：]?\s*(.+)$/gim,
   /^\s*(?:\*\*)?answer(?:\*\*)?\s*[:：]\s*(.+)$/gim,
-  /the (?:final )?answer is\s*[:：]?\s*(.+)$/gim,
+  /the (?:final |correct )?answer is\s*[:：]?\s*(.+)$/gim,
   /####\s*(.+)$/gm,
 ];
 
 function cleanMarked(s: string): string | null {
   let t = s.trim().split('\n')[0].trim();
+  // The sentence ends at a full stop before a space (not a decimal point) or at a trailing clause.
+  t = t.replace(/\.\s+\S.*$/, '').replace(/,\s+(?:which|since|because|so|as|and\s+(?:this|that|the))\b.*$/i, '');
   t = t.replace(/^\*+|\*+$/g, '').trim();
   t = t.replace(/[.。]\s*$/, '').trim();
   t = t.replace(/^\$+|\$+$/g, '').trim();
+  t = t.replace(/^\\[([]\s*|\s*\\[)\]]$/g, '').trim();
+  t = t.replace(/^\*+|\*+$/g, '').trim();
   return t.length > 0 ? t : null;
 }
 
@@ -69,6 +82,25 @@ function answerRegion(text: string): string {
   if (open >= 0) return text.slice(open + '<answer>'.length, close > open ? close : undefined);
   const think = text.lastIndexOf('</think>');
   return think >= 0 ? text.slice(think + '</think>'.length) : text;
+}
+
+/**
+ * The contents of the last `n` boxes of a response when they read as the parts of one answer (problem
+ * with several unknowns, rule `multi_box`): each within 200 characters of the next and no words between
+ * them that withdraw the earlier one (`wait`, `wrong`, `actually`, ...). Null otherwise.
+ */
+export function lastBoxes(text: string, n: number): string[] | null {
+  if (typeof text !== 'string' || n < 2) return null;
+  const region = answerRegion(text);
+  const boxes = findBoxes(region);
+  if (!boxes || boxes.length < n) return null;
+  const last = boxes.slice(-n);
+  for (let k = 1; k < last.length; k++) {
+    const between = region.slice(last[k - 1].end, last[k].start);
+    if (between.length > 200 || !PROSE.test(between) || RETRACTION.test(between) || HEDGE.test(between) || /\bor\b/i.test(between)) return null;
+  }
+  if (last.some((b) => b.content.trim() === '' || /\\(?:boxed|fbox)/.test(b.content))) return null;
+  return last.map((b) => b.content.trim());
 }
 
 /**
@@ -85,20 +117,25 @@ export function extractAnswer(text: string): string | null {
   const boxes = findBoxes(region);
   if (boxes === null) return null;
   if (boxes.length > 0) {
-    const group: string[] = [boxes[boxes.length - 1].content];
+    let first = boxes.length - 1;
     let hedged = false;
     for (let k = boxes.length - 1; k > 0; k--) {
       const between = region.slice(boxes[k - 1].end, boxes[k].start);
-      if (JOINER.test(between)) group.unshift(boxes[k - 1].content);
+      if (JOINER.test(between)) first = k - 1;
       else if (HEDGE.test(between)) {
-        group.unshift(boxes[k - 1].content);
+        first = k - 1;
         hedged = true;
       } else break;
     }
-    if (group.some((g) => g.trim() === '')) return null;
+    const group = boxes.slice(first);
+    if (group.some((g) => g.content.trim() === '')) return null;
     // A box inside the box (`\boxed{\boxed{8}}`) holds the same answer.
     const inner = (g: string): string => (/\\(?:boxed|fbox)(?![a-zA-Z])/.test(g) ? (extractAnswer(g) ?? g) : g);
-    return group.map((g) => inner(g.trim())).join(hedged ? ' \\text{ or } ' : ', ');
+    // Several named boxes keep their names (`x = 3, y = 5`), so each unknown is matched by name.
+    const labels = group.length > 1 ? group.map((b) => LABEL_BEFORE.exec(region.slice(Math.max(0, b.start - 40), b.start))?.[1] ?? null) : [];
+    const named = labels.length > 1 && labels.every((l) => l !== null) && new Set(labels).size === labels.length;
+    const parts = group.map((g, k) => (named ? `${labels[k]} = ${inner(g.content.trim())}` : inner(g.content.trim())));
+    return parts.join(hedged ? ' \\text{ or } ' : ', ');
   }
   // The marker that occurs last wins (a solution may restate its answer after a first attempt).
   let best: { at: number; answer: string } | null = null;

@@ -3,16 +3,19 @@ import { GraderError } from './errors';
 /** A parsed answer (the structures of GRADING rules 7-9); leaves keep their normalised LaTeX. */
 export type AnswerNode =
   | { kind: 'expr'; latex: string }
-  | { kind: 'text'; words: string }
+  /** Prose; `raw` keeps the normalised text (numbers and all) for the phrase rule. */
+  | { kind: 'text'; words: string; raw: string }
   | { kind: 'choice'; letter: string }
   | { kind: 'base'; digits: string; base: number | null }
   /** Unordered: solutions, a `\{..\}` set, a `\pm` expansion. */
-  | { kind: 'list'; items: AnswerNode[]; braces: boolean }
+  | { kind: 'list'; items: AnswerNode[]; braces: boolean; rows?: true }
   /** Ordered, in brackets: `(a, b, c)`; `paren` = 2-element `( , )` (tuple or open interval). */
   | { kind: 'tuple'; items: AnswerNode[]; open: string; close: string }
   | { kind: 'union'; parts: AnswerNode[] }
-  | { kind: 'matrix'; rows: AnswerNode[][]; scale: string | null }
+  | { kind: 'matrix'; rows: AnswerNode[][]; scale: string | null; latex: string }
   | { kind: 'relation'; ops: string[]; sides: AnswerNode[] }
+  /** `a : b : c`, equal to another ratio up to a common non-zero factor. */
+  | { kind: 'ratio'; parts: AnswerNode[] }
   | { kind: 'reals' }
   | { kind: 'empty' };
 
@@ -125,14 +128,17 @@ function parseMatrix(s: string): AnswerNode | null {
     const wrapped = /^\[\s*(\\begin\{array\}.*\\end\{array\})\s*\]$/s.exec(s) ?? /^\(\s*(\\begin\{array\}.*\\end\{array\})\s*\)$/s.exec(s);
     return wrapped ? parseMatrix(wrapped[1]) : null;
   }
-  const scale = m[1].trim() || null;
+  // One matrix literal only: `A + B`, `A B` or `A^{-1}` are matrix expressions (evaluated elsewhere).
+  if (/\\(?:begin|end)\{/.test(m[1]) || /\\(?:begin|end)\{/.test(m[3]) || /[=<>]|\\(?:leq|geq|neq|approx|in)(?![a-zA-Z])/.test(m[1])) return null;
+  const rawScale = m[1].trim();
+  const scale = rawScale === '-' ? '-1' : rawScale === '+' || rawScale === '' ? null : rawScale;
   const rows = m[3]
     .split(/\\\\/)
     .map((r) => r.trim())
     .filter((r) => r.length > 0)
     .map((r) => r.split('&').map((c) => parseAnswer(c.trim())));
   if (rows.length === 0) return null;
-  return { kind: 'matrix', rows, scale };
+  return { kind: 'matrix', rows, scale, latex: s };
 }
 
 /**
@@ -146,12 +152,17 @@ export function parseAnswer(input: string): AnswerNode {
   if (!s) throw new GraderError('unparseable', 'empty answer');
   if (/^\\mathbb\s*\{?R\}?$/.test(s) || s === '\\R') return { kind: 'reals' };
   if (/^(\\emptyset|\\\{\s*\\\})$/.test(s)) return { kind: 'empty' };
-  const choice = /^\(([A-Ea-e])\)$|^([A-E])$/.exec(s);
-  if (choice) return { kind: 'choice', letter: (choice[1] ?? choice[2]).toUpperCase() };
+  const choice = /^\(([A-Ea-e])\)$|^([A-E])$|^([A-Ea-e])\)$/.exec(s);
+  if (choice) return { kind: 'choice', letter: (choice[1] ?? choice[2] ?? choice[3]).toUpperCase() };
   const base = /^([0-9A-Fa-f]+)_\{?(\d+)\}?$/.exec(s);
   if (base) return { kind: 'base', digits: base[1].toUpperCase(), base: Number(base[2]) };
   const matrix = parseMatrix(s);
   if (matrix) return matrix;
+  const stacked = unwrapStackedEnvironment(s);
+  if (stacked !== null) return parseAnswer(stacked);
+  // Several rows (`x = 3 \\ x = 6`, line breaks): each row is one item; a hedge unless they agree.
+  const rows = splitRows(s);
+  if (rows.length > 1) return { kind: 'list', items: rows.map(parseAnswer), braces: false, rows: true };
 
   const unionParts = splitTopLevel(s, /\\cup(?![a-zA-Z])/);
   if (unionParts.length > 1) return { kind: 'union', parts: unionParts.map(parseAnswer) };
@@ -176,8 +187,10 @@ export function parseAnswer(input: string): AnswerNode {
     return { kind: 'relation', ops, sides: rel.map(parseAnswer) };
   }
   const ratio = splitTopLevel(s, /:/);
-  if (ratio.length === 2 && ratio.every((p) => p.length > 0)) return { kind: 'expr', latex: `\\frac{${ratio[0]}}{${ratio[1]}}` };
-  if (ratio.length > 2) throw new GraderError('unparseable', `unsupported ratio chain "${s}"`);
+  if (ratio.length >= 2) {
+    if (ratio.some((p) => p.length === 0)) throw new GraderError('unparseable', `incomplete ratio "${s}"`);
+    return { kind: 'ratio', parts: ratio.map(parseAnswer) };
+  }
 
   if (isWrapped(s, '\\{', '\\}')) {
     const inner = s.slice(2, -2).trim();
@@ -198,6 +211,74 @@ export function parseAnswer(input: string): AnswerNode {
     return { kind: 'list', items: [parseAnswer(plus), parseAnswer(minus)], braces: false };
   }
   if (/\\ldots|\\cdots|\\dots|\.\.\./.test(s)) throw new GraderError('unparseable', `open-ended answer "${s}"`);
-  if (isText(s)) return { kind: 'text', words: normalizeWords(s) };
+  if (isText(s)) return { kind: 'text', words: normalizeWords(s), raw: s };
+  // Numbers side by side with only a space between (`3 6`, from `3 \\; 6` or `3~6`) are two values,
+  // not 36; `2 1/2` (a mixed number) and `12 345` (thin-space thousands) stay one value.
+  if (/^[+-]?\d*\.?\d+(?:\s+[+-]?\d*\.?\d+)+$/.test(s) && !/^[+-]?\d{1,3}(?: \d{3})+(?:\.\d+)?$/.test(s)) {
+    return { kind: 'list', items: s.split(/\s+/).map(parseAnswer), braces: false };
+  }
   return { kind: 'expr', latex: s };
+}
+
+/** `\begin{aligned|cases|gathered|align*|split}..\end{..}` around the whole answer: its rows, `&` dropped. */
+function unwrapStackedEnvironment(s: string): string | null {
+  const m = /^\\begin\{(aligned|align\*?|cases|gathered|gather\*?|split|eqnarray\*?)\}(.*)\\end\{\1\}$/s.exec(s);
+  return m ? m[2].replace(/&/g, ' ').trim() : null;
+}
+
+/** Splits at row breaks `\\` outside brackets and `\begin..\end` environments. */
+export function splitRows(s: string): string[] {
+  if (!s.includes('\\\\')) return [s];
+  const rows: string[] = [];
+  let env = 0;
+  let depth = 0;
+  let last = 0;
+  for (let i = 0; i < s.length; i++) {
+    if (s.startsWith('\\begin{', i)) env++;
+    else if (s.startsWith('\\end{', i)) env--;
+    else if (s.startsWith('\\\\', i)) {
+      if (env === 0 && depth === 0) {
+        rows.push(s.slice(last, i));
+        last = i + 2;
+      }
+      i++;
+      continue;
+    } else if (s[i] === '\\') {
+      i++;
+      continue;
+    } else if (OPENERS.includes(s[i])) depth++;
+    else if (CLOSERS.includes(s[i])) depth--;
+  }
+  rows.push(s.slice(last));
+  return rows.map((r) => r.trim()).filter((r) => r.length > 0);
+}
+
+/** A readable canonical form of a parsed answer (what a rule compared), for `rstar grade --explain`. */
+export function describeNode(n: AnswerNode): string {
+  switch (n.kind) {
+    case 'expr':
+      return n.latex;
+    case 'text':
+      return `text "${n.words}"`;
+    case 'choice':
+      return `choice ${n.letter}`;
+    case 'base':
+      return n.base === null ? n.digits : `${n.digits}_${n.base}`;
+    case 'list':
+      return n.braces ? `set {${n.items.map(describeNode).join(', ')}}` : `list [${n.items.map(describeNode).join(', ')}]`;
+    case 'tuple':
+      return `${n.open}${n.items.map(describeNode).join(', ')}${n.close}`;
+    case 'union':
+      return n.parts.map(describeNode).join(' \\cup ');
+    case 'matrix':
+      return `matrix ${n.scale ? `${n.scale} * ` : ''}[${n.rows.map((r) => `[${r.map(describeNode).join(', ')}]`).join(', ')}]`;
+    case 'relation':
+      return n.sides.map((s, i) => (i === 0 ? describeNode(s) : `${n.ops[i - 1]} ${describeNode(s)}`)).join(' ');
+    case 'ratio':
+      return `ratio ${n.parts.map(describeNode).join(' : ')}`;
+    case 'reals':
+      return '\\mathbb{R}';
+    case 'empty':
+      return '\\emptyset';
+  }
 }

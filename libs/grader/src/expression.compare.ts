@@ -1,5 +1,7 @@
 import { GraderError } from './errors';
+import type { ComplexValue } from './complex.evaluator';
 import { evaluate, freeVariables, type MathJson, type Value } from './expression.evaluator';
+import { surdsEqual } from './surd.evaluator';
 
 /** Outcome of an equality check; `unknown` when the fast path cannot decide (fail closed or offload). */
 export type Equality = 'equal' | 'different' | 'unknown';
@@ -90,7 +92,13 @@ function safeEval(j: MathJson, env: Map<string, number>): number {
 export function compareExpressions(pred: MathJson, gold: MathJson, opts: CompareOptions = {}): Equality {
   const vars = freeVariables(pred);
   freeVariables(gold, vars);
-  if (vars.size === 0) return compareValues(evaluate(pred), evaluate(gold), opts);
+  if (vars.size === 0) {
+    const r = compareValues(evaluate(pred), evaluate(gold), opts);
+    if (r !== 'unknown') return r;
+    // Doubles cannot decide (a closed form within 1e-10 of an integer gold): exact radical arithmetic can.
+    const exact = surdsEqual(pred, gold);
+    return exact === null ? 'unknown' : exact ? 'equal' : 'different';
+  }
   let defined = 0;
   for (const env of sampleEnvs(vars)) {
     const p = safeEval(pred, env);
@@ -129,4 +137,21 @@ export function compareEquations(pred: [MathJson, MathJson], gold: [MathJson, Ma
   }
   if (vars.size === 0) return 'unknown';
   return defined >= 3 ? 'equal' : 'unknown';
+}
+
+/**
+ * Equality of two complex constants (rule `complex`): exact Gaussian rationals exactly; otherwise
+ * |p - g| within 1e-10 of their size (1e-6 absolute when the prediction is a decimal approximation of an
+ * inexact gold). A real integer gold is never matched by tolerance (rule 3): `unknown` instead.
+ */
+export function compareComplexValues(pred: ComplexValue, gold: ComplexValue, opts: CompareOptions = {}): Equality {
+  const exact = (v: ComplexValue) => v.re.exact !== null && v.im.exact !== null;
+  if (exact(pred) && exact(gold)) return pred.re.exact!.equals(gold.re.exact!) && pred.im.exact!.equals(gold.im.exact!) ? 'equal' : 'different';
+  const diff = Math.hypot(pred.re.approx - gold.re.approx, pred.im.approx - gold.im.approx);
+  const size = Math.max(Math.hypot(pred.re.approx, pred.im.approx), Math.hypot(gold.re.approx, gold.im.approx));
+  if (!Number.isFinite(diff) || !Number.isFinite(size)) return 'unknown';
+  const tol = opts.predHasDecimal && !exact(gold) ? DECIMAL_TOL * Math.max(1, size) : CLOSED_FORM_RTOL * size;
+  if (diff > tol) return size === 0 || diff > 1e-9 ? 'different' : 'unknown';
+  const realIntegerGold = gold.im.exact?.sign() === 0 && gold.re.exact?.isInteger();
+  return realIntegerGold || size < 1e-290 ? 'unknown' : 'equal';
 }

@@ -205,6 +205,9 @@ export function evaluate(j: MathJson, env: ReadonlyMap<string, number> = new Map
     case 'Rational':
       return div(ev(args[0]), ev(args[1]));
     case 'Power': {
+      // e^{\ln x} = x exactly.
+      const lnArg = unwrap(args[1]);
+      if ((args[0] === 'e' || args[0] === 'ExponentialE') && Array.isArray(lnArg) && lnArg[0] === 'Ln') return ev(lnArg[1]);
       // (\sqrt a)^(2k) and (\sqrt[n] a)^(nk) stay exact.
       const b = unwrap(args[0]);
       const e = ev(args[1]);

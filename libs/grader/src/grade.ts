@@ -1,13 +1,16 @@
 import { performance } from 'node:perf_hooks';
-import { extractAnswer } from './answer.extractor';
-import { compareNodes, leafLatex, percentPairs } from './answer.compare';
-import { parseAnswer, type AnswerNode } from './answer.parser';
+import { extractAnswer, lastBoxes } from './answer.extractor';
+import { compareNodes, leafLatex, leavesParse, percentPairs, type NodeComparison } from './answer.compare';
+import { describeNode, parseAnswer, type AnswerNode } from './answer.parser';
 import { GraderError } from './errors';
-import { parseLatex } from './expression.evaluator';
-import { normalizeLatex } from './latex.normalizer';
+import { isComplexConstant } from './complex.evaluator';
+import { freeVariables, parseLatex } from './expression.evaluator';
+import { normalizeLatex, type NormalizedAnswer } from './latex.normalizer';
+import { problemHints, type ProblemHints } from './problem.hints';
 import { Rational } from './rational';
 import { toSympy } from './sympy.serializer';
 import type { SymbolicBackend } from './symbolic.port';
+import { convertToUnit, unitMismatch } from './unit.rules';
 
 /** Why a rollout got its reward: recorded in `RewardAssigned` so a replay can explain it. */
 export interface Verdict {
@@ -16,10 +19,15 @@ export interface Verdict {
   extracted: string | null;
   normalizedPrediction: string | null;
   normalizedGold: string | null;
-  /** The rule that decided: `normalized_equal`, `numeric`, `symbolic`, `percent`, `set`, `tuple`, `interval`,
-   * `matrix`, `equation`, `inequality`, `relation`, `text`, `choice`, `base`, `hedged`, `structure`,
-   * `no_answer`, `fail_closed`, `refused`, `undecided`, `sympy`, `timeout`. */
+  /** The rule that decided (GRADING.md and GRADING-RULES.md list them all): `normalized_equal`, `numeric`,
+   * `symbolic`, `percent`, `set`, `tuple`, `interval`, `matrix`, `equation`, `inequality`, `relation`, `text`,
+   * `choice`, `base`, `hedged`, `structure`, `no_answer`, `fail_closed`, `refused`, `undecided`, `sympy`,
+   * `timeout`, and `gold_unparsed`, `chain`, `phrase_value`, `ratio`, `renamed_variable`, `vector_tuple`,
+   * `matrix_expression`, `list_values`, `labelled_list`, `ordered_list`, `asked_variable`, `multi_box`,
+   * `significant_digits`, `rounding`, `approximate`, `complex`, `choice_option`, `unit`, `unit_mismatch`. */
   rule: string;
+  /** The forms the deciding rule compared (parsed answers, or what a rule reduced them to), for `--explain`. */
+  compared?: { prediction: string; gold: string };
   /** Wall-clock grading time in milliseconds. */
   ms: number;
 }
@@ -28,6 +36,11 @@ export interface Verdict {
 export interface GradeOptions {
   /** Extract the answer from a full response (default true); false = `prediction` is already the answer. */
   extract?: boolean;
+  /**
+   * The problem text (problem-aware mode): a precision it asks for, a unit it names, its options, an
+   * order it asks for, the unknown it asks for are used. Without it the grader stays strict.
+   */
+  problem?: string;
 }
 
 /** Options of {@link gradeAsync}. */
@@ -65,43 +78,127 @@ function numericFastPath(pred: string, predPct: boolean, gold: string, goldPct: 
   return percentPairs(p, g, { predPercent: predPct, goldPercent: goldPct }, (x) => x.div(hundred)).some(([a, b]) => a.equals(b));
 }
 
+/** A gold normalised and parsed once: the rollouts of a group (and a replay) grade against the same gold. */
+interface PreparedGold {
+  normalized: NormalizedAnswer;
+  node: AnswerNode | 'unparsed' | 'failed';
+}
+const GOLD_CACHE_SIZE = 2048;
+const goldCache = new Map<string, PreparedGold>();
+
+function preparedGold(gold: string): PreparedGold {
+  const hit = goldCache.get(gold);
+  if (hit) return hit;
+  const normalized = normalizeLatex(gold);
+  let node: PreparedGold['node'] = 'unparsed';
+  if (normalized.text && normalized.text.length <= MAX_ANSWER_CHARS) {
+    try {
+      const parsed = parseAnswer(normalized.text);
+      node = leavesParse(parsed) ? parsed : 'unparsed';
+    } catch (e) {
+      node = e instanceof GraderError && e.code === 'unparseable' ? 'unparsed' : 'failed';
+    }
+  }
+  // Parsed answers are never mutated, so a cached one is shared safely.
+  const out = { normalized, node };
+  if (goldCache.size >= GOLD_CACHE_SIZE) goldCache.delete(goldCache.keys().next().value as string);
+  goldCache.set(gold, out);
+  return out;
+}
+
+/** `(C) 12` / `c) 12`: an option letter followed by the option's value. */
+const CHOICE_LEAD = /^\(?([A-Ea-e])\)\s+(\S.*)$/;
+
+/** Items of a gold that names several values (a list or a tuple), for answers given in several boxes. */
+function goldParts(g: AnswerNode): number {
+  if (g.kind === 'list' || g.kind === 'tuple') return g.items.length;
+  return 1;
+}
+
+function parsePrediction(text: string, gold: AnswerNode, goldText: string, hints: ProblemHints | undefined): AnswerNode {
+  const lead = CHOICE_LEAD.exec(text);
+  if (lead && !/\(?\b[A-Ea-e]\)/.test(lead[2])) {
+    // `(C) 12` answers choice C: against a lettered gold (or with the problem's options) the letter decides,
+    // otherwise the restated value does.
+    const letter = lead[1].toUpperCase();
+    if (gold.kind === 'choice' || hints?.choices?.has(letter)) return { kind: 'choice', letter };
+    return parseAnswer(lead[2]);
+  }
+  return parseAnswer(decimalComma(text, goldText));
+}
+
 function gradeCore(prediction: string, gold: string, opts: GradeOptions): Core {
   if (typeof prediction !== 'string') throw new GraderError('invalid_input', 'prediction must be a string');
   if (typeof gold !== 'string') throw new GraderError('invalid_input', 'gold must be a string (the reference answer)');
+  if (opts.problem !== undefined && typeof opts.problem !== 'string') throw new GraderError('invalid_input', 'problem must be a string (the problem text) or omitted');
+  const hints = opts.problem ? problemHints(opts.problem) : undefined;
   const extracted = opts.extract === false ? prediction.trim() || null : extractAnswer(prediction);
-  const ng = normalizeLatex(gold);
+  // Normalising is linear but not free: far longer answers than any rule grades are not normalised at all.
+  if (gold.length > 4 * MAX_ANSWER_CHARS || (extracted?.length ?? 0) > 4 * MAX_ANSWER_CHARS)
+    return { verdict: { extracted, normalizedPrediction: null, normalizedGold: null, correct: false, rule: 'fail_closed' } };
+  const prepared = preparedGold(gold);
+  const ng = prepared.normalized;
   const base = { extracted, normalizedPrediction: null, normalizedGold: ng.text || null };
+  if (!ng.text) return { verdict: { ...base, correct: false, rule: 'gold_unparsed' } };
   if (extracted === null) return { verdict: { ...base, correct: false, rule: 'no_answer' } };
-  const np = normalizeLatex(extracted);
+  let np: NormalizedAnswer = normalizeLatex(extracted);
   const normalizedPrediction = np.text || null;
-  const out = (correct: boolean, rule: string): Omit<Verdict, 'ms'> => ({ ...base, normalizedPrediction, correct, rule });
-  if (!np.text || !ng.text || np.text.length > MAX_ANSWER_CHARS || ng.text.length > MAX_ANSWER_CHARS) return { verdict: out(false, 'fail_closed') };
-  if (np.text === ng.text) return { verdict: out(true, 'normalized_equal') };
+  const out = (correct: boolean, rule: string, r?: NodeComparison, nodes?: [AnswerNode, AnswerNode]): Omit<Verdict, 'ms'> => {
+    const v: Omit<Verdict, 'ms'> = { ...base, normalizedPrediction, correct, rule };
+    const p = r?.pred ?? nodes?.[0];
+    const g = r?.gold ?? nodes?.[1];
+    if (p && g) v.compared = { prediction: describeNode(p), gold: describeNode(g) };
+    return v;
+  };
+  if (ng.text.length > MAX_ANSWER_CHARS) return { verdict: out(false, 'fail_closed') };
+  if (!np.text || np.text.length > MAX_ANSWER_CHARS) return { verdict: out(false, 'fail_closed') };
+  if (np.text === ng.text && !(np.unit && ng.unit && unitMismatch(np.unit, ng.unit))) return { verdict: out(true, 'normalized_equal') };
+  let unitRule: string | null = null;
+  const converted = hints ? convertToUnit(np, hints) : null;
+  if (converted) {
+    np = converted;
+    unitRule = 'unit';
+  } else if (np.unit && ng.unit && unitMismatch(np.unit, ng.unit)) return { verdict: out(false, 'unit_mismatch') };
   const fast = numericFastPath(np.text, np.percent, ng.text, ng.percent);
-  if (fast !== null) return { verdict: out(fast, np.percent || ng.percent ? 'percent' : 'numeric') };
+  if (fast === true || (fast === false && !hints?.approximate && hints?.decimals === undefined && hints?.significantFigures === undefined)) {
+    return { verdict: out(fast, unitRule ?? (np.percent || ng.percent ? 'percent' : 'numeric')) };
+  }
+  // A gold that does not parse is reported as such (never a silent false).
+  if (prepared.node === 'unparsed') return { verdict: out(false, 'gold_unparsed') };
+  if (prepared.node === 'failed') return { verdict: out(false, 'fail_closed') };
+  const gNode = prepared.node;
   let pNode: AnswerNode;
-  let gNode: AnswerNode;
   try {
-    gNode = parseAnswer(ng.text);
-    // `(C) 12` answers choice C: the letter decides, the restated value does not.
-    const lead = gNode.kind === 'choice' ? /^\(([A-Ea-e])\)(?:\s|$)/.exec(np.text) : null;
-    pNode = lead ? { kind: 'choice', letter: lead[1].toUpperCase() } : parseAnswer(decimalComma(np.text, ng.text));
+    pNode = parsePrediction(np.text, gNode, ng.text, hints);
   } catch {
     // Unparseable (or pathologically nested) input scores 0 (rule 10).
     return { verdict: out(false, 'fail_closed') };
   }
+  const ctx = { predPercent: np.percent, goldPercent: ng.percent, hints };
   try {
-    const r = compareNodes(pNode, gNode, { predPercent: np.percent, goldPercent: ng.percent });
+    let r = compareNodes(pNode, gNode, ctx);
+    // Several unknowns answered in several boxes separated by prose (rule `multi_box`).
+    const n = goldParts(gNode);
+    if (r.equality !== 'equal' && n > 1 && hints?.severalUnknowns && opts.extract !== false && pNode.kind !== 'list' && pNode.kind !== 'tuple') {
+      const parts = lastBoxes(prediction, n);
+      if (parts) {
+        const joined = normalizeLatex(parts.join(', ')).text;
+        const multiNode = parseAnswer(gNode.kind === 'tuple' ? `${gNode.open}${joined}${gNode.close}` : joined);
+        const multi = compareNodes(multiNode, gNode, ctx);
+        if (multi.equality === 'equal') r = { ...multi, rule: 'multi_box', pred: multi.pred ?? multiNode };
+      }
+    }
     if (r.equality === 'unknown') {
       const pending = pNode.kind === 'expr' && gNode.kind === 'expr' ? { pred: pNode.latex, gold: gNode.latex } : undefined;
-      return { verdict: out(false, 'undecided'), pending };
+      return { verdict: out(false, 'undecided', r, [pNode, gNode]), pending };
     }
-    return { verdict: out(r.equality === 'equal', r.rule) };
+    const rule = unitRule && r.equality === 'equal' ? unitRule : r.rule;
+    return { verdict: out(r.equality === 'equal', rule, r, [pNode, gNode]) };
   } catch (e) {
     const code = e instanceof GraderError ? e.code : 'unsupported';
     const rule = code === 'refused_huge' ? 'refused' : 'fail_closed';
     const pending = pNode.kind === 'expr' && gNode.kind === 'expr' && code !== 'unparseable' ? { pred: pNode.latex, gold: gNode.latex } : undefined;
-    return { verdict: out(false, rule), pending };
+    return { verdict: out(false, rule, undefined, [pNode, gNode]), pending };
   }
 }
 
@@ -111,9 +208,11 @@ export function warmUp(): void {
 }
 
 /**
- * Grades a model response against the gold answer with GRADING.md rules 1-10; synchronous and bounded
- * (no step evaluates a huge power or factorial; checks it cannot decide end as `false`, rule
- * `undecided`/`refused`/`fail_closed`). Throws `GraderError('invalid_input')` when an argument is not a string.
+ * Grades a model response against the gold answer with GRADING.md rules 1-10 and the rules of
+ * GRADING-RULES.md; synchronous and bounded (no step evaluates a huge power or factorial; checks it
+ * cannot decide end as `false`, rule `undecided`/`refused`/`fail_closed`; a gold that does not parse ends
+ * as `false`, rule `gold_unparsed`). With `opts.problem` the problem-aware rules apply. Throws
+ * `GraderError('invalid_input')` when an argument is not a string.
  */
 export function grade(prediction: string, gold: string, opts: GradeOptions = {}): Verdict {
   const t0 = performance.now();
@@ -133,8 +232,13 @@ export async function gradeAsync(prediction: string, gold: string, opts: GradeAs
   let pred: string;
   let goldExpr: string;
   try {
-    pred = toSympy(parseLatex(leafLatex(core.pending.pred)));
-    goldExpr = toSympy(parseLatex(leafLatex(core.pending.gold)));
+    const pj = parseLatex(leafLatex(core.pending.pred));
+    const gj = parseLatex(leafLatex(core.pending.gold));
+    const vars = freeVariables(pj);
+    freeVariables(gj, vars);
+    const opts = { imaginary: isComplexConstant(vars) };
+    pred = toSympy(pj, opts);
+    goldExpr = toSympy(gj, opts);
   } catch (e) {
     if (e instanceof GraderError) return { ...core.verdict, ms: performance.now() - t0 };
     throw e;

@@ -6,11 +6,18 @@ export type { SymbolicBackend, SymbolicResult } from './symbolic.port';
 export { toSympy } from './sympy.serializer';
 export { SympySandboxBackend, type CodeExecutor } from './sympy.backend';
 export {
-  compareWithRecordedVerdicts,
-  gradeFinalAnswer,
+  agreementBySource,
   goldToString,
+  gradeTrajectoryAnswer,
+  readHandVerdicts,
+  readTrajectoryAnswers,
+  responseOf,
   DEFAULT_TRAJECTORIES_DIR,
-  type FileAgreement,
-  type Disagreement,
+  SHARED_DIR,
+  type HandVerdict,
+  type SourceAgreement,
+  type TrajectoryAnswer,
 } from './trajectory.agreement';
-export { gradeJsonLine, type GradeLineResult } from './grade-lines';
+export { problemHints, type ProblemHints } from './problem.hints';
+export { plainTextToLatex } from './plain-text.converter';
+export { gradeJsonLine, type GradeLineOptions, type GradeLineResult } from './grade-lines';

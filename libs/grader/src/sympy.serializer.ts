@@ -10,8 +10,15 @@ const SYMBOLS: Record<string, string> = {
   Pi: 'pi', e: 'E', ExponentialE: 'E', PositiveInfinity: 'oo', NegativeInfinity: '-oo', Half: 'Rational(1, 2)',
 };
 
-function symbol(name: string): string {
+/** Options of {@link toSympy}. */
+export interface SympyOptions {
+  /** `i` is the imaginary unit (the expression has no other free variable), not a variable named i. */
+  imaginary?: boolean;
+}
+
+function symbol(name: string, opts: SympyOptions): string {
   if (name in SYMBOLS) return SYMBOLS[name];
+  if (name === 'ImaginaryUnit' || (opts.imaginary && name === 'i')) return 'I';
   return `Symbol(${JSON.stringify(name)})`;
 }
 
@@ -19,16 +26,16 @@ function symbol(name: string): string {
  * Serialises MathJSON to a sympy expression string (numbers exact: `Rational("0.25")`), for the
  * sympy backend. Throws `GraderError('unsupported')` for constructs it does not map.
  */
-export function toSympy(j: MathJson): string {
+export function toSympy(j: MathJson, opts: SympyOptions = {}): string {
   if (typeof j === 'number') return Number.isInteger(j) ? `Integer(${JSON.stringify(String(BigInt(j)))})` : `Rational(${JSON.stringify(String(j))})`;
-  if (typeof j === 'string') return symbol(j);
+  if (typeof j === 'string') return symbol(j, opts);
   if (!Array.isArray(j)) {
     if ('num' in j) return `Rational(${JSON.stringify(j.num.replace(/n$/, ''))})`;
-    if ('sym' in j) return symbol(j.sym);
+    if ('sym' in j) return symbol(j.sym, opts);
     throw new GraderError('unsupported', 'string literal');
   }
   const [head, ...args] = j as [MathJson, ...MathJson[]];
-  const a = args.map(toSympy);
+  const a = args.map((x) => toSympy(x, opts));
   switch (head) {
     case 'Add':
       return `(${a.join(' + ')})`;
@@ -58,7 +65,7 @@ export function toSympy(j: MathJson): string {
       if (a.length === 1) return `(${a[0]})`;
       break;
     case 'Subscript':
-      return symbol(JSON.stringify(j));
+      return symbol(JSON.stringify(j), opts);
     default:
       if (typeof head === 'string' && head in FUNCS) return `${FUNCS[head]}(${a.join(', ')})`;
   }

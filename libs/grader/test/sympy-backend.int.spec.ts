@@ -19,6 +19,11 @@ describe('gradeAsync with sympy in the real sandbox', () => {
     expect(await gradeAsync('\\boxed{e^{-1000}}', '0', { symbolic: backend })).toMatchObject({ correct: false, rule: 'sympy' });
   });
 
+  it('reads i as the imaginary unit when it is the only name (e^{i pi} = -1 is exact, not a tolerance)', async () => {
+    expect(await gradeAsync('\\boxed{e^{i\\pi}}', '-1', { symbolic: backend })).toMatchObject({ correct: true, rule: 'sympy' });
+    expect(await gradeAsync('\\boxed{e^{i\\pi/2}}', '-1', { symbolic: backend })).toMatchObject({ correct: false });
+  });
+
   it('bounds a check that would hang: a huge power ends false with rule timeout', async () => {
     const v = await gradeAsync('\\boxed{2003^{2002^{2001}}}', '1', { symbolic: backend, timeoutMs: 1500 });
     expect(v).toMatchObject({ correct: false, rule: 'timeout' });

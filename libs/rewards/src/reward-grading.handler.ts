@@ -23,9 +23,10 @@ const gradeSeconds = () =>
  * The reward of one completed rollout (PROTOCOL §4): 1 when the answer extracted from the last
  * `\boxed{}` is equivalent to the gold answer (GRADING.md), else 0; 0 for truncated and answerless
  * rollouts. The verdict's fields go into the event so a replay shows why. Never throws for bad answers.
+ * With the rollout's problem (when the event carries it) the grader's problem-aware rules apply.
  */
 export async function rewardFor(d: EventData<'RolloutCompleted'>, opts: RewardGradingOptions = {}): Promise<EventData<'RewardAssigned'>> {
-  const v = await gradeAsync(d.responseText, d.gold, { symbolic: opts.symbolic, timeoutMs: opts.timeoutMs });
+  const v = await gradeAsync(d.responseText, d.gold, { symbolic: opts.symbolic, timeoutMs: opts.timeoutMs, problem: d.problem });
   const correct = v.correct && !d.truncated;
   return {
     rolloutId: d.rolloutId,

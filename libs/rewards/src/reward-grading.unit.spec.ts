@@ -47,6 +47,16 @@ describe('RewardGradingHandler (RolloutCompleted -> RewardAssigned)', () => {
     return events.map((e) => got.get(e.data.rolloutId)!);
   }
 
+  it('grades with the rollout\'s problem when the event carries it (a precision the problem asks for)', async () => {
+    const problem = 'What is 3/11? Express your answer as a decimal to the nearest hundredth.';
+    const [withProblem, without] = await run([
+      completed(0, { gold: '\\frac{3}{11}', problem, responseText: '<answer>$\\boxed{0.27}$</answer>' }),
+      completed(1, { gold: '\\frac{3}{11}', responseText: '<answer>$\\boxed{0.27}$</answer>' }),
+    ]);
+    expect(withProblem.data).toMatchObject({ reward: 1, correct: true, rule: 'rounding' });
+    expect(without.data).toMatchObject({ reward: 0, correct: false });
+  });
+
   it('rewards a correct answer 1 and a wrong, truncated or answerless rollout 0, with the verdict fields', async () => {
     const [ok, wrong, truncated, none] = await run([
       completed(0, { responseText: '<answer>so $\\boxed{12}$</answer>' }),

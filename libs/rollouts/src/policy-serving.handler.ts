@@ -324,7 +324,7 @@ export class PolicyServingHandler {
       makeEvent('RolloutCompleted', {
         runId: ev.runId, streamId: streams.rollout(r.rolloutId), key: r.rolloutId, producer: this.producer, causedBy: ev,
         data: {
-          rolloutId: r.rolloutId, groupId: r.groupId, step: r.step, promptId: r.promptId, gold: r.gold,
+          rolloutId: r.rolloutId, groupId: r.groupId, step: r.step, promptId: r.promptId, gold: r.gold, problem: r.problem,
           engineId: result.engineId, policyVersion: version,
           promptTokenIds: result.promptTokenIds, responseTokenIds: result.responseTokenIds, logprobs: result.logprobs, lossMask: result.lossMask,
           responseText: result.responseText, turns: result.turns, toolCalls: result.toolCalls, toolErrors: result.toolErrors,

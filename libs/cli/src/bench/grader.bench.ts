@@ -1,4 +1,4 @@
-import { extractAnswer, grade, gradeAsync, SympySandboxBackend } from '@rstar/grader';
+import { extractAnswer, grade, gradeAsync, gradeTrajectoryAnswer, readHandVerdicts, SympySandboxBackend } from '@rstar/grader';
 import { SandboxPool } from '@rstar/sandbox';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -11,6 +11,8 @@ interface Case {
 }
 
 const CASES_FILE = resolve(__dirname, '../../../grader/fixtures/grading-cases.jsonl');
+/** Real answers with their problems (the regression corpus): the problem-aware path. */
+const CORPUS_FILE = resolve(__dirname, '../../../grader/fixtures/trajectory-verdicts.jsonl');
 /** Kinds whose grading goes through expression evaluation (radicals, pi/e, algebra, relations, matrices). */
 const SYMBOLIC_KINDS = new Set(['radical', 'constant_pi_e', 'symbolic_expression', 'equation', 'inequality_relation', 'matrix_vector', 'interval', 'robustness']);
 
@@ -31,9 +33,11 @@ function percentile(xs: number[], q: number): number {
 }
 
 /**
- * `pnpm bench grader [--ms N] [--sympy]`: grades per second on one core for (a) integer answers and
- * (b) the whole case file, p99 latency of the symbolic path; baseline in the same run: extraction plus
- * string equality (what a substring/exact-match reward costs). `--sympy` also times the sandbox path.
+ * `pnpm bench grader [--ms N] [--sympy]`: grades per second on one core for (a) integer answers,
+ * (b) the whole case file and (c) the real answers of the regression corpus graded with their problems
+ * (problem-aware mode); p99 and max latency of the symbolic path (last JSON line: `symbolic_p99_ms`);
+ * baseline in the same run: extraction plus string equality (what a substring/exact-match reward costs).
+ * `--sympy` also times the sandbox path.
  */
 export async function run(args: string[]): Promise<object> {
   const msArg = args.indexOf('--ms');
@@ -58,6 +62,16 @@ export async function run(args: string[]): Promise<object> {
   process.stderr.write('grader bench: whole case file...\n');
   const allRate = rate(all, minMs, (p, g) => grade(p, g));
 
+  process.stderr.write('grader bench: real answers with their problems...\n');
+  const corpus = readHandVerdicts(CORPUS_FILE);
+  let nCorpus = 0;
+  const tc = performance.now();
+  while (performance.now() - tc < minMs) {
+    for (const r of corpus) gradeTrajectoryAnswer(r);
+    nCorpus += corpus.length;
+  }
+  const corpusRate = nCorpus / ((performance.now() - tc) / 1000);
+
   const symbolic = cases.filter((c) => SYMBOLIC_KINDS.has(c.kind));
   const lat: number[] = [];
   let maxMs = 0;
@@ -72,6 +86,7 @@ export async function run(args: string[]): Promise<object> {
     bench: 'grader',
     integer_grades_per_s: Math.round(integer),
     all_grades_per_s: Math.round(allRate),
+    problem_aware_grades_per_s: Math.round(corpusRate),
     symbolic_p99_ms: Number(percentile(lat, 0.99).toFixed(3)),
     symbolic_max_ms: Number(maxMs.toFixed(3)),
     baseline_string_match_per_s: Math.round(baseline),
