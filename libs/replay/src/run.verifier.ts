@@ -174,7 +174,7 @@ async function verifyRewards(ix: RunIndex, s: StepRecord, grade: RegradeFn, symb
         continue;
       }
       report.checked.rewards++;
-      const got = grade({ rolloutId: rid, responseText: r.completed.responseText, gold: w.gold, truncated: r.completed.truncated });
+      const got = grade({ rolloutId: rid, responseText: r.completed.responseText, gold: w.gold, truncated: r.completed.truncated, problem: r.completed.problem });
       const v: RegradeVerdict = got instanceof Promise ? await got : got;
       const base = { eventId: w.eventId, step: s.step, groupId: gid, rolloutId: rid, deterministic: true, cause: 'grader_changed' };
       const verdict = (x: { reward: number; correct: boolean; rule: string; extracted: string | null }) =>

@@ -71,7 +71,7 @@ export async function evaluatePassAt1(
           { engine: session, tools, tokenizer },
           { toolTimeoutMs: opts.toolTimeoutMs, toolMemoryMb: opts.toolMemoryMb },
         );
-        const v = grade(r.responseText, p.gold);
+        const v = grade(r.responseText, p.gold, { problem: p.problem });
         opts.onProgress?.(++done, total);
         return { p, r, correct: v.correct && !r.truncated, extracted: v.extracted };
       }),
