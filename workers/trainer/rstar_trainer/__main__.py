@@ -36,6 +36,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.cmd == "serve":
+        import json
+
+        from .errors import RstarWorkerError
+        from .model_io import validate_model_dir
+
+        # Checked before torch is imported, so a wrong path fails in well under a second.
+        try:
+            validate_model_dir(args.model)
+        except RstarWorkerError as e:
+            print(json.dumps({"error": e.to_json()}), file=sys.stderr, flush=True)
+            return 2
         from .server import serve
 
         return serve(args)
