@@ -413,6 +413,12 @@ class PolicyTrainer:
         shutil.rmtree(tmp, ignore_errors=True)
         os.makedirs(tmp)
         sd = {k: v.detach().to(self.save_dtype) for k, v in sd.items()}
+        if getattr(self.model.config, "tie_word_embeddings", False) and "lm_head.weight" in sd and "model.embed_tokens.weight" in sd:
+            # A gathered (FSDP) state dict holds the tied matrix twice as separate copies; keep the file
+            # identical to a single process's: the embedding only, tied again on load.
+            if not torch.equal(sd["lm_head.weight"], sd["model.embed_tokens.weight"]):
+                raise RuntimeError("tied lm_head and embed_tokens diverged during training; the model's weight tying was broken")
+            del sd["lm_head.weight"]
         unwrapped = self.model
         unwrapped.save_pretrained(tmp, state_dict=sd)
         copy_tokenizer_files(self.base_dir, tmp)
