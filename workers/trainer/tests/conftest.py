@@ -154,3 +154,17 @@ def write_batch(path: str, seqs: list[dict], run: str, step: int, version: int) 
     with open(path, "wb") as f:
         f.write(data)
     return sha256(data)
+
+
+@pytest.fixture(scope="session")
+def engine(tiny_model):
+    """A reference engine on the hf-tiny model with room for everything the tests send."""
+    p = Proc(py("rstar_trainer.engine", "serve", "--model", tiny_model, "--port", "0", "--kv-capacity-tokens", "8192", "--threads", "1")).wait_listening()
+    yield p
+    p.stop()
+
+
+def generate(url: str, ids: list[int], *, max_new: int, seed: int | None = None, temperature: float = 1.0, rid: str | None = None, **extra):
+    sp = {"temperature": temperature, "max_new_tokens": max_new, **({"sampling_seed": seed} if seed is not None else {}), **extra}
+    body = {"input_ids": ids, "sampling_params": sp, "return_logprob": True, **({"rid": rid} if rid else {})}
+    return http("POST", f"{url}/generate", body)
