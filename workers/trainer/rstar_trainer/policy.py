@@ -218,21 +218,33 @@ class PolicyTrainer:
 
     def _logprobs(self, m: Micro, temperature: float, entropy: bool):
         """log pi(token_t | tokens_<t) at the model tokens of ``m`` (flat, in row-major order), and the
-        entropy of the predicted distribution there (detached)."""
+        entropy of the predicted distribution there (detached). Logits at position t-1 score token t."""
         with self._autocast():
             out = self.model(input_ids=m.ids, attention_mask=m.attn, use_cache=False)
         logits = out.logits[:, :-1]
         sel = m.mask[:, 1:].bool()
-        targets = m.ids[:, 1:][sel]
+        targets = m.ids[:, 1:]
+        if int(sel.sum()) * 2 >= sel.numel():
+            # Mostly model tokens: one log-softmax over every position beats gathering rows first.
+            lg = logits.float()
+            if temperature != 1.0:
+                lg = lg / temperature
+            lsm = torch.log_softmax(lg, dim=-1)
+            logp = lsm.gather(-1, targets[..., None]).squeeze(-1)[sel]
+            ent = None
+            if entropy:
+                with torch.no_grad():
+                    ent = (-(lsm.exp() * lsm).sum(-1))[sel]
+            return logp, ent, sel
         lg = logits[sel].float()
         if temperature != 1.0:
             lg = lg / temperature
-        lse = torch.logsumexp(lg, dim=-1)
-        logp = lg.gather(-1, targets[:, None]).squeeze(-1) - lse
+        lsm = torch.log_softmax(lg, dim=-1)
+        logp = lsm.gather(-1, targets[sel][:, None]).squeeze(-1)
         ent = None
         if entropy:
             with torch.no_grad():
-                ent = lse - (torch.softmax(lg, dim=-1) * lg).sum(-1)
+                ent = -(lsm.exp() * lsm).sum(-1)
         return logp, ent, sel
 
     # ----------------------------------------------------------------- step

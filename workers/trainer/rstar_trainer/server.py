@@ -4,8 +4,9 @@
   mode?: "grpo"|"sft", checkpointDir?, initFrom?}`` -> 202 ``{state: "queued", ...}`` (training runs in
   the background); a repeat with the same ``batchHash`` -> 200 with the stored result (or 202 while it
   is pending); another ``batchHash`` for the same step -> 409 ``step_conflict`` naming both hashes.
-- ``GET /v1/runs/{runId}/steps/{step}`` -> 200 ``rstar.grpo-result/1`` (``state: "done"``) or 200
-  ``{state: "failed", error}``, 202 ``{state: "queued"|"running"}``, 404 when never PUT.
+- ``GET /v1/runs/{runId}/steps/{step}[?wait=SECONDS]`` -> 200 ``rstar.grpo-result/1`` (``state: "done"``)
+  or 200 ``{state: "failed", error}``, 202 ``{state: "queued"|"running"}``, 404 when never PUT; with
+  ``wait`` the answer is held until the step ends (long poll, at most 300 s).
 - ``GET /v1/runs/{runId}`` -> the run's latest policy version and checkpoint.
 - ``GET /v1/info``, ``GET /healthz`` (also ``/health/live``, ``/health/ready``).
 """
@@ -61,6 +62,19 @@ def info(svc: StepService, trainer: PolicyTrainer, model_dir: str) -> dict:
     }
 
 
+def query_wait(h) -> float:
+    """``?wait=SECONDS`` of a GET (long poll), 0 when absent."""
+    from urllib.parse import parse_qs, urlparse
+
+    raw = parse_qs(urlparse(h.path).query).get("wait", ["0"])[0]
+    try:
+        return max(0.0, float(raw))
+    except ValueError as e:
+        from .errors import RequestError
+
+        raise RequestError(f"wait must be a number of seconds, got {raw!r}", "wait") from e
+
+
 def make_handler(svc: StepService, trainer: PolicyTrainer, model_dir: str):
     class Handler(QuietHandler):
         def _route(self, method: str):
@@ -76,7 +90,7 @@ def make_handler(svc: StepService, trainer: PolicyTrainer, model_dir: str):
                         status, body = svc.put(parts[2], step, read_body(self))
                         return send(self, status, body)
                     if method == "GET":
-                        status, body = svc.get(parts[2], step)
+                        status, body = svc.get(parts[2], step, wait=query_wait(self))
                         return send(self, status, body)
                 if method == "GET" and len(parts) == 3 and parts[:2] == ["v1", "runs"]:
                     svc.check_ids(parts[2], "0")

@@ -278,19 +278,30 @@ class StepService:
             self.cv.notify_all()
             return 202, self._pending_view(run, step, req)
 
-    def get(self, run: str, step: int) -> tuple[int, dict]:
-        with self.lock:
-            sd = self._step_dir(run, step)
-            req = read_json(os.path.join(sd, "request.json"))
-            if req is None:
-                raise NotFoundError(f"run {run} has no step {step}; PUT it first", "step")
-            res = read_json(os.path.join(sd, "result.json"))
-            if res is not None:
-                return 200, res
-            err = read_json(os.path.join(sd, "error.json"))
-            if err is not None:
-                return 200, {"state": "failed", "runId": run, "step": step, "batchHash": req["batchHash"], "attempts": req.get("attempts", 0), "error": err}
-            return 202, self._pending_view(run, step, req)
+    def get(self, run: str, step: int, wait: float = 0.0) -> tuple[int, dict]:
+        """The step's state; with ``wait`` > 0 a pending step is long-polled: the answer comes as soon as
+        the step finishes or fails, or after ``wait`` seconds with its pending state."""
+        deadline = time.monotonic() + min(max(wait, 0.0), 300.0)
+        with self.cv:
+            while True:
+                status, body = self._get_locked(run, step)
+                left = deadline - time.monotonic()
+                if status != 202 or left <= 0:
+                    return status, body
+                self.cv.wait(left)
+
+    def _get_locked(self, run: str, step: int) -> tuple[int, dict]:
+        sd = self._step_dir(run, step)
+        req = read_json(os.path.join(sd, "request.json"))
+        if req is None:
+            raise NotFoundError(f"run {run} has no step {step}; PUT it first", "step")
+        res = read_json(os.path.join(sd, "result.json"))
+        if res is not None:
+            return 200, res
+        err = read_json(os.path.join(sd, "error.json"))
+        if err is not None:
+            return 200, {"state": "failed", "runId": run, "step": step, "batchHash": req["batchHash"], "attempts": req.get("attempts", 0), "error": err}
+        return 202, self._pending_view(run, step, req)
 
     def run_view(self, run: str) -> dict:
         with self.lock:
@@ -325,8 +336,9 @@ class StepService:
             try:
                 self._run_step(run, step)
             finally:
-                with self.lock:
+                with self.cv:
                     self.running = None
+                    self.cv.notify_all()
 
     def _run_step(self, run: str, step: int) -> None:
         sd = self._step_dir(run, step)
