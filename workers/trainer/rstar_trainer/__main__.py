@@ -24,11 +24,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--corpus", action="append", default=[], help="text file(s) to train the tokenizer on (added to the built-in corpus)")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--vocab-size", type=int, default=2048)
-    t.add_argument("--hidden-size", type=int, default=64)
+    t.add_argument("--hidden-size", type=int, default=96)
     t.add_argument("--layers", type=int, default=2)
     t.add_argument("--heads", type=int, default=4)
     t.add_argument("--kv-heads", type=int, default=2)
-    t.add_argument("--intermediate-size", type=int, default=192)
+    t.add_argument("--intermediate-size", type=int, default=256)
     t.add_argument("--max-positions", type=int, default=4096)
     return p
 

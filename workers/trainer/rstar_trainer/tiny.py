@@ -17,6 +17,9 @@ import random
 IM_START, IM_END, EOT = "<|im_start|>", "<|im_end|>", "<|endoftext|>"
 MARKERS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<reason>", "</reason>", "<answer>", "</answer>"]
 PYTHON_TOOL = "python_code_with_standard_io"
+# Qwen2's pre-tokenizer pattern (contractions, letters with one leading non-letter, single digits,
+# punctuation runs, newlines, spaces).
+QWEN2_SPLIT = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 
 SYSTEM_HEAD = (
     "You are a helpful assistant. You reason inside <reason> </reason> and give the final answer inside <answer> </answer>."
@@ -85,10 +88,17 @@ def builtin_corpus(seed: int, n: int = 1500) -> list[str]:
 def build_tokenizer(corpus: list[str], vocab_size: int):
     """Train a byte-level BPE (GPT-2 style pre-tokenisation, every byte in the base alphabet) and add
     the ChatML specials and the rStar2 markers as single tokens."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    # Qwen2's own normalizer and pre-tokenizer: transformers rebuilds a qwen2 model's tokenizer with them
+    # whatever tokenizer.json says, so tokenizer.json must carry the same ones for TypeScript
+    # (@huggingface/tokenizers) and Python to split text alike (digits one by one, among others).
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False),
+    ])
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
@@ -102,8 +112,8 @@ def build_tokenizer(corpus: list[str], vocab_size: int):
     return tok
 
 
-def make_tiny(out: str, *, corpus_files: list[str] | None = None, seed: int = 0, vocab_size: int = 2048, hidden_size: int = 64,
-              layers: int = 2, heads: int = 4, kv_heads: int = 2, intermediate_size: int = 192, max_positions: int = 4096) -> dict:
+def make_tiny(out: str, *, corpus_files: list[str] | None = None, seed: int = 0, vocab_size: int = 2048, hidden_size: int = 96,
+              layers: int = 2, heads: int = 4, kv_heads: int = 2, intermediate_size: int = 256, max_positions: int = 4096) -> dict:
     """Write the hf-tiny model directory to ``out`` and return a summary (parameters, vocabulary, ids)."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import torch

@@ -20,7 +20,7 @@ OPT = OptimizerConfig.parse({"lr": 1e-2, "microBatch": 2})
 
 
 def _batch(seed):
-    return read_batch_bytes(write_v2(random_sequences(4, 8, 16, 2056, seed=seed), run_id="ck", step=0, policy_version=0), "mem")
+    return read_batch_bytes(write_v2(random_sequences(4, 8, 16, 500, seed=seed), run_id="ck", step=0, policy_version=0), "mem")
 
 
 def _trainer(model):

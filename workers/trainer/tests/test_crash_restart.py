@@ -29,7 +29,7 @@ def _wait_file(path, proc, timeout=300.0):
 
 
 def test_sigkill_mid_step_then_restart_trains_once(tiny_model, tmp_path):
-    batches = [(str(tmp_path / f"b{i}.safetensors"), random_sequences(4, 10, 20, 2056, seed=10 + i)) for i in range(2)]
+    batches = [(str(tmp_path / f"b{i}.safetensors"), random_sequences(4, 10, 20, 500, seed=10 + i)) for i in range(2)]
     hashes = [write_batch(p, s, RUN, i, i) for i, (p, s) in enumerate(batches)]
     body = lambda i: {"batchUri": batches[i][0], "batchHash": hashes[i], "policyVersion": i, "optimizer": {"lr": 1e-2}}  # noqa: E731
 

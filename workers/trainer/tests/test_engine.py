@@ -14,7 +14,7 @@ from rstar_trainer.model_io import sha256_file, write_manifest
 
 from conftest import Proc, generate, http, py, random_sequences
 
-PROMPT = [1, 310, 201, 2052]
+PROMPT = [1, 310, 201, 300]
 
 
 def test_generate_fields_and_seeded_reproducibility(engine):
@@ -123,7 +123,7 @@ def _checkpoint(tiny_model, out: str, policy_version: int) -> str:
 
     t = PolicyTrainer(tiny_model, DistContext(), torch.float32)
     t.load(tiny_model)
-    b = read_batch_bytes(write_v2(random_sequences(4, 4, 16, 2056, seed=9), run_id="e", step=0, policy_version=0), "mem")
+    b = read_batch_bytes(write_v2(random_sequences(4, 4, 16, 500, seed=9), run_id="e", step=0, policy_version=0), "mem")
     t.train_step(b, LossConfig(), OptimizerConfig.parse({"lr": 5e-2}), "sft", 0)
     return t.save(out, out + ".optim.pt", {"policyVersion": policy_version})
 

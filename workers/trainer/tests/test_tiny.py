@@ -16,7 +16,7 @@ def test_make_tiny_cli_is_deterministic_and_loadable(tiny_model, tmp_path):
     r = subprocess.run(py("rstar_trainer", "make-tiny", "--out", str(out)), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout.strip().splitlines()[-1])
-    assert 100_000 < summary["parameters"] < 1_000_000 and summary["vocabSize"] == 2056
+    assert 100_000 < summary["parameters"] < 1_000_000 and 256 + 11 < summary["vocabSize"] <= 2048 + 8
     names = sorted(os.listdir(out))
     assert {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja"} <= set(names)
     # Same seed, same bytes (the session fixture was built in-process with seed 0).
@@ -36,6 +36,14 @@ def test_tokenizer_and_rstar2_template(tiny_model):
         assert len(tok.encode(marker, add_special_tokens=False)) == 1, marker
     text = "π ≈ 3.14159 🙂\n\tprint(12 + 35)"
     assert tok.decode(tok.encode(text, add_special_tokens=False)) == text
+    # tokenizer.json carries Qwen2's pre-tokenizer, so the file alone (as TypeScript reads it) splits like
+    # transformers' Qwen2 tokenizer: digits one by one.
+    from tokenizers import Tokenizer
+
+    raw = Tokenizer.from_file(os.path.join(tiny_model, "tokenizer.json"))
+    for t in (text, "The result is 47.</reason><|im_end|>", '{"code": "print(12345)"}'):
+        assert raw.encode(t, add_special_tokens=False).ids == tok.encode(t, add_special_tokens=False)
+    assert [tok.decode([i]) for i in tok.encode(" 47", add_special_tokens=False)] == [" ", "4", "7"]
     msgs = [
         {"role": "user", "content": "What is 2+3?"},
         {"role": "assistant", "content": "<reason>calc</reason>\n<tool_call>\n{}\n</tool_call>"},
