@@ -91,7 +91,10 @@ def engine_tokens_per_s(model_dir: str, threads: int, concurrency: int, max_new:
         results = []
 
         def go(i):
-            results.append(generate(eng.url, [1, 310, 201, 2052, 10 + i], max_new=max_new, seed=i, ignore_eos=True)[1])
+            s, r = generate(eng.url, [1, 100, 200, 10 + i], max_new=max_new, seed=i, ignore_eos=True)
+            if s != 200:
+                raise RuntimeError(f"engine answered {s}: {r}")
+            results.append(r)
 
         t0 = time.perf_counter()
         ths = [threading.Thread(target=go, args=(i,)) for i in range(concurrency)]

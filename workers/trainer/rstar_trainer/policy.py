@@ -111,7 +111,9 @@ class PolicyTrainer:
 
             mp = MixedPrecisionPolicy(param_dtype=self.dtype, reduce_dtype=torch.float32) if self.dtype != torch.float32 else MixedPrecisionPolicy()
             model.to(self.ctx.device)
-            for layer in model.model.layers:
+            # One FSDP group per decoder layer (Qwen2/Llama-style `model.layers`), so only one layer's
+            # full weights are gathered at a time.
+            for layer in getattr(getattr(model, "model", None), "layers", []):
                 fully_shard(layer, mp_policy=mp)
             # The root group holds the embeddings and the (possibly tied) lm_head together.
             fully_shard(model, mp_policy=mp)
