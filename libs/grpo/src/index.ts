@@ -5,3 +5,4 @@ export * from './roc.resampler';
 export * from './advantages';
 export * from './clipped-loss';
 export * from './training-batch.builder';
+export * from './batch-v2.writer';

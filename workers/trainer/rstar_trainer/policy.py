@@ -1,0 +1,447 @@
+"""The policy being trained: load, one GRPO-RoC or SFT step, save.
+
+One step (``PolicyTrainer.train_step``):
+
+1. the batch's sequences are cut into mini-batches (``optimizer.miniBatch`` sequences, one optimizer
+   update each, verl's ``ppo_mini_batch_size``); each rank takes every ``world``-th sequence of a
+   mini-batch and runs it in micro-batches (gradient accumulation);
+2. before any update the trainer recomputes log pi(token | prefix) of every model token (the logprob
+   drift against the engine's ``old_logprobs`` is reported; with TIS or ``oldLogprobs: recomputed``
+   those recomputed values are pi_old). When one update covers the whole batch and the engine's
+   logprobs are pi_old, the first forward pass of the update *is* that recompute (the weights have not
+   moved yet) and no extra pass runs;
+3. loss per token (PROTOCOL §6, :func:`ppo_token_loss`) summed and divided by the mini-batch's model
+   tokens over all ranks (token-mean); gradients clipped to ``gradClip``; AdamW with the warm-up lr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import shutil
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .batch import TrainingBatch
+from .config import LossConfig, OptimizerConfig
+from .distributed import DistContext
+from .errors import ModelDirError, RequestError
+from .loss import ppo_token_loss, tis_weight
+from .model_io import copy_tokenizer_files, mark_stable, validate_model_dir, write_manifest
+
+
+def quiet_transformers() -> None:
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    from transformers.utils import logging as tlog
+
+    tlog.set_verbosity_error()
+    tlog.disable_progress_bar()
+
+
+def resolve_dtype(option: str, device: torch.device) -> torch.dtype:
+    """Compute dtype: ``auto`` = bf16 on an accelerator, fp32 on CPU. Master weights and AdamW state
+    stay fp32 either way."""
+    if option == "auto":
+        return torch.bfloat16 if device.type != "cpu" else torch.float32
+    table = {"fp32": torch.float32, "float32": torch.float32, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16}
+    if option not in table:
+        raise RequestError(f"--dtype must be auto, fp32 or bf16, got {option!r}", "dtype")
+    return table[option]
+
+
+@dataclass
+class Micro:
+    """One micro-batch: padded [B, L] tensors; ``weight`` 0 marks a filler that keeps ranks in step."""
+
+    idx: list[int]
+    ids: torch.Tensor
+    attn: torch.Tensor
+    mask: torch.Tensor
+    old: torch.Tensor
+    adv: torch.Tensor
+    weight: float = 1.0
+
+
+class PolicyTrainer:
+    """Holds the model and its AdamW optimizer on this rank. ``base_dir`` is the model the run starts
+    from (its tokenizer files are copied into every checkpoint)."""
+
+    def __init__(self, base_dir: str, ctx: DistContext, dtype: torch.dtype):
+        validate_model_dir(base_dir)
+        self.base_dir = base_dir
+        self.ctx = ctx
+        self.dtype = dtype
+        self.model = None
+        self.optim = None
+        self.save_dtype = torch.float32
+        self.loaded_from: str | None = None
+        self.num_parameters = 0
+        self.vocab_size = 0
+
+    # ----------------------------------------------------------------- load
+
+    def load(self, weights_dir: str, optimizer_file: str | None = None) -> None:
+        """Build the model from ``weights_dir`` (fp32 master weights; FSDP2-sharded under torchrun) and a
+        fresh AdamW, restoring its state from ``optimizer_file`` (a full, rank-independent state dict)."""
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+        from transformers import AutoConfig, AutoModelForCausalLM
+
+        quiet_transformers()
+        validate_model_dir(weights_dir, need_tokenizer=False)
+        config = AutoConfig.from_pretrained(weights_dir)
+        base_dtype = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
+        if isinstance(base_dtype, str):
+            base_dtype = getattr(torch, base_dtype, torch.float32)
+        self.save_dtype = base_dtype if isinstance(base_dtype, torch.dtype) else torch.float32
+        try:
+            model = AutoModelForCausalLM.from_pretrained(weights_dir, dtype=torch.float32)
+        except (OSError, ValueError) as e:
+            raise ModelDirError(f"cannot load a causal LM from {weights_dir!r}: {e}", "model") from e
+        model.config.use_cache = False
+        self.num_parameters = sum(p.numel() for p in model.parameters())
+        self.vocab_size = int(model.config.vocab_size)
+        if self.ctx.is_dist:
+            from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+            mp = MixedPrecisionPolicy(param_dtype=self.dtype, reduce_dtype=torch.float32) if self.dtype != torch.float32 else MixedPrecisionPolicy()
+            model.to(self.ctx.device)
+            # One FSDP group per decoder layer (Qwen2/Llama-style `model.layers`), so only one layer's
+            # full weights are gathered at a time.
+            for layer in getattr(getattr(model, "model", None), "layers", []):
+                fully_shard(layer, mp_policy=mp)
+            # The root group holds the embeddings and the (possibly tied) lm_head together.
+            fully_shard(model, mp_policy=mp)
+        else:
+            model.to(self.ctx.device)
+        model.train()
+        self.model = model
+        self.optim = torch.optim.AdamW(model.parameters(), lr=1e-6, weight_decay=0.01)
+        if optimizer_file:
+            state = torch.load(optimizer_file, map_location="cpu", weights_only=True) if self.ctx.is_main else {}
+            set_optimizer_state_dict(
+                model, self.optim, optim_state_dict=state,
+                options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=self.ctx.is_dist),
+            )
+        self.loaded_from = weights_dir
+
+    # ------------------------------------------------------------ batching
+
+    def _autocast(self):
+        if self.ctx.is_dist or self.dtype == torch.float32:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.ctx.device.type, dtype=self.dtype)
+
+    def _set_checkpointing(self, on: bool) -> None:
+        """Activation (gradient) checkpointing of the decoder layers: recompute activations in the
+        backward pass instead of keeping them (less memory, ~1/3 more compute)."""
+        m = self.model
+        if on == getattr(self, "_checkpointing", False):
+            return
+        enable = getattr(m, "activation_checkpointing_enable", None) or m.gradient_checkpointing_enable
+        disable = getattr(m, "activation_checkpointing_disable", None) or m.gradient_checkpointing_disable
+        if on:
+            enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            disable()
+        self._checkpointing = on
+
+    def check_vocab(self, batch: TrainingBatch) -> None:
+        """Refuse token ids outside the model's vocabulary (:class:`RequestError` on ``batchUri``)."""
+        top = int(batch.token_ids.max())
+        if top >= self.vocab_size:
+            raise RequestError(f"batch token id {top} is outside the model's vocabulary ({self.vocab_size}); the batch was sampled with another tokenizer or model", "batchUri")
+
+    def _micro(self, batch: TrainingBatch, idx: list[int], weight: float = 1.0) -> Micro:
+        lens = [int(batch.seq_offsets[i + 1] - batch.seq_offsets[i]) for i in idx]
+        L = max(lens)
+        ids = np.zeros((len(idx), L), dtype=np.int64)
+        attn = np.zeros((len(idx), L), dtype=np.int64)
+        mask = np.zeros((len(idx), L), dtype=np.float32)
+        old = np.zeros((len(idx), L), dtype=np.float64)
+        for r, i in enumerate(idx):
+            t, m, lp, _a = batch.sequence(i)
+            ids[r, : len(t)] = t
+            attn[r, : len(t)] = 1
+            mask[r, : len(t)] = m
+            old[r, : len(t)] = lp
+        d = self.ctx.device
+        return Micro(
+            idx=idx,
+            ids=torch.from_numpy(ids).to(d),
+            attn=torch.from_numpy(attn).to(d),
+            mask=torch.from_numpy(mask).to(d),
+            old=torch.from_numpy(old).to(d, torch.float32),
+            adv=torch.tensor([batch.advantages[i] for i in idx], dtype=torch.float32, device=d),
+            weight=weight,
+        )
+
+    def _plan(self, batch: TrainingBatch, seqs: list[int], cfg: OptimizerConfig) -> list[list[list[int]]]:
+        """Micro-batches of every rank for the sequences ``seqs`` (rank r takes ``seqs[r::world]``,
+        longest first so padding stays small), cut at ``microBatch`` sequences and ``microBatchTokens``
+        padded tokens."""
+        plans = []
+        for r in range(self.ctx.world):
+            share = sorted(seqs[r :: self.ctx.world], key=lambda i: -(batch.seq_offsets[i + 1] - batch.seq_offsets[i]))
+            micros, cur, cur_max = [], [], 0
+            for i in share:
+                n = int(batch.seq_offsets[i + 1] - batch.seq_offsets[i])
+                new_max = max(cur_max, n)
+                too_many = len(cur) >= cfg.micro_batch
+                too_long = cfg.micro_batch_tokens is not None and cur and new_max * (len(cur) + 1) > cfg.micro_batch_tokens
+                if cur and (too_many or too_long):
+                    micros.append(cur)
+                    cur, new_max = [], n
+                cur.append(i)
+                cur_max = new_max
+            if cur:
+                micros.append(cur)
+            plans.append(micros)
+        return plans
+
+    def _rank_micros(self, batch: TrainingBatch, seqs: list[int], cfg: OptimizerConfig):
+        """This rank's micro-batches, padded with zero-weight fillers to the longest rank's count (every
+        rank must run the same number of forward/backward passes under FSDP)."""
+        plans = self._plan(batch, seqs, cfg)
+        mine = plans[self.ctx.rank]
+        count = max(len(p) for p in plans)
+        for k in range(count):
+            if k < len(mine):
+                yield self._micro(batch, mine[k])
+            else:
+                yield self._micro(batch, [seqs[0]], weight=0.0)
+
+    # -------------------------------------------------------------- forward
+
+    def _logprobs(self, m: Micro, temperature: float, entropy: bool):
+        """log pi(token_t | tokens_<t) at the model tokens of ``m`` (flat, in row-major order), and the
+        entropy of the predicted distribution there (detached). Logits at position t-1 score token t."""
+        with self._autocast():
+            out = self.model(input_ids=m.ids, attention_mask=m.attn, use_cache=False)
+        logits = out.logits[:, :-1]
+        sel = m.mask[:, 1:].bool()
+        targets = m.ids[:, 1:]
+        if int(sel.sum()) * 2 >= sel.numel():
+            # Mostly model tokens: one log-softmax over every position beats gathering rows first.
+            lg = logits.float()
+            if temperature != 1.0:
+                lg = lg / temperature
+            lsm = torch.log_softmax(lg, dim=-1)
+            logp = lsm.gather(-1, targets[..., None]).squeeze(-1)[sel]
+            ent = None
+            if entropy:
+                with torch.no_grad():
+                    ent = (-(lsm.exp() * lsm).sum(-1))[sel]
+            return logp, ent, sel
+        lg = logits[sel].float()
+        if temperature != 1.0:
+            lg = lg / temperature
+        lsm = torch.log_softmax(lg, dim=-1)
+        logp = lsm.gather(-1, targets[sel][:, None]).squeeze(-1)
+        ent = None
+        if entropy:
+            with torch.no_grad():
+                ent = -(lsm.exp() * lsm).sum(-1)
+        return logp, ent, sel
+
+    # ----------------------------------------------------------------- step
+
+    def train_step(self, batch: TrainingBatch, loss: LossConfig, opt: OptimizerConfig, mode: str, trained_steps: int) -> dict:
+        """Run one RL step (``mode`` ``grpo``) or SFT step (``sft``) on ``batch``; return its metrics.
+        Collective under torchrun: every rank calls it with the same arguments."""
+        t0 = time.perf_counter()
+        model, ctx = self.model, self.ctx
+        self.check_vocab(batch)
+        self._set_checkpointing(opt.gradient_checkpointing)
+        lr = opt.lr_at(trained_steps)
+        for g in self.optim.param_groups:
+            g.update(lr=lr, weight_decay=opt.weight_decay, betas=opt.betas, eps=opt.eps)
+
+        n = batch.num_sequences
+        mb = opt.mini_batch or n
+        minis = [list(range(a, min(n, a + mb))) for a in range(0, n, mb)]
+        updates = len(minis) * opt.ppo_epochs
+        grpo = mode == "grpo"
+        need_recompute = grpo and (updates > 1 or loss.old_logprobs == "recomputed")
+        dev = ctx.device
+        f64 = torch.float64
+        # Sums over this rank's model tokens; reduced over ranks at the end.
+        acc = {k: torch.zeros((), dtype=f64, device=dev) for k in ("loss", "clipped", "dual", "kl", "entropy", "tokens", "d_abs", "d_kl", "tis_w", "tis_cap", "d_tokens")}
+        d_max = torch.zeros((), dtype=f64, device=dev)
+        r_min = torch.full((), math.inf, dtype=f64, device=dev)
+        r_max = torch.full((), -math.inf, dtype=f64, device=dev)
+        recomputed: dict[int, torch.Tensor] = {}
+
+        def drift(m: Micro, logp: torch.Tensor, sel: torch.Tensor):
+            nonlocal d_max, r_min, r_max
+            if m.weight == 0:
+                return
+            eng = m.old[:, 1:][sel].to(f64)
+            lp = logp.detach().to(f64)
+            diff = lp - eng
+            acc["d_abs"] += diff.abs().sum()
+            acc["d_tokens"] += diff.numel()
+            # k3 estimate of KL(engine || trainer) on the engine's samples, with r = pi_trainer / pi_engine.
+            r = torch.exp(diff.clamp(-20, 20))
+            acc["d_kl"] += ((r - 1) - diff.clamp(-20, 20)).sum()
+            if diff.numel():
+                d_max = torch.maximum(d_max, diff.abs().max())
+                r_min = torch.minimum(r_min, r.min())
+                r_max = torch.maximum(r_max, r.max())
+
+        if need_recompute:
+            with torch.no_grad():
+                for mini in minis:
+                    for m in self._rank_micros(batch, mini, opt):
+                        logp, _e, sel = self._logprobs(m, loss.temperature, entropy=False)
+                        drift(m, logp, sel)
+                        if m.weight:
+                            self._store_rows(recomputed, m, logp, sel)
+
+        grad_norms: list[float] = []
+        skipped = 0
+        first = True
+        for _epoch in range(opt.ppo_epochs):
+            for mini in minis:
+                mini_tokens = int(sum(batch.loss_mask[batch.seq_offsets[i] : batch.seq_offsets[i + 1]].sum() for i in mini))
+                denom = max(1, mini_tokens)
+                self.optim.zero_grad(set_to_none=True)
+                for m in self._rank_micros(batch, mini, opt):
+                    logp, ent, sel = self._logprobs(m, loss.temperature, entropy=True)
+                    if grpo and first and not need_recompute:
+                        drift(m, logp, sel)
+                    adv = m.adv[:, None].expand_as(sel)[sel]
+                    if grpo:
+                        eng = m.old[:, 1:][sel]
+                        if loss.old_logprobs == "recomputed":
+                            base = self._rows(recomputed, m, sel)
+                        else:
+                            base = eng
+                        terms = ppo_token_loss(logp, base, adv, loss)
+                        tok_loss = terms.loss
+                        if loss.tis_cap is not None:
+                            w = tis_weight(base, eng, loss.tis_cap)
+                            tok_loss = tok_loss * w
+                            if m.weight:
+                                acc["tis_w"] += w.sum().to(f64)
+                                acc["tis_cap"] += (w >= loss.tis_cap).sum().to(f64)
+                    else:
+                        tok_loss = -logp
+                    # Token-mean over the mini-batch's model tokens on all ranks; FSDP averages the
+                    # ranks' gradients, hence the factor world.
+                    (tok_loss.sum() * (m.weight * ctx.world / denom)).backward()
+                    if m.weight:
+                        acc["loss"] += tok_loss.detach().sum().to(f64)
+                        acc["tokens"] += tok_loss.numel()
+                        acc["entropy"] += ent.sum().to(f64)
+                        if grpo:
+                            acc["clipped"] += terms.clipped.sum().to(f64)
+                            acc["dual"] += terms.dual_clipped.sum().to(f64)
+                            acc["kl"] += terms.kl.sum().to(f64)
+                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), opt.grad_clip)
+                if hasattr(norm, "full_tensor"):
+                    norm = norm.full_tensor()
+                norm = float(norm)
+                grad_norms.append(norm)
+                if math.isfinite(norm):
+                    self.optim.step()
+                else:
+                    skipped += 1
+                self.optim.zero_grad(set_to_none=True)
+                first = False
+
+        import torch.distributed as dist
+
+        for v in acc.values():
+            ctx.all_reduce(v)
+        if ctx.is_dist:
+            ctx.all_reduce(d_max, dist.ReduceOp.MAX)
+            ctx.all_reduce(r_max, dist.ReduceOp.MAX)
+            ctx.all_reduce(r_min, dist.ReduceOp.MIN)
+        tok = max(1.0, float(acc["tokens"]))
+        dtok = float(acc["d_tokens"])
+        out = {
+            "mode": mode,
+            "loss": float(acc["loss"]) / tok,
+            "clipFraction": float(acc["clipped"]) / tok if grpo else None,
+            "dualClipFraction": float(acc["dual"]) / tok if grpo else None,
+            "approxKl": float(acc["kl"]) / tok if grpo else None,
+            "entropy": float(acc["entropy"]) / tok,
+            "gradNorm": float(np.mean(grad_norms)) if grad_norms else 0.0,
+            "gradNorms": grad_norms,
+            "updates": updates,
+            "skippedUpdates": skipped,
+            "lr": lr,
+            "tokens": batch.num_tokens,
+            "sequences": n,
+            "logprobDrift": None,
+            "tis": None,
+            "trainSeconds": time.perf_counter() - t0,
+        }
+        if grpo:
+            out["logprobDrift"] = {
+                "tokens": int(dtok),
+                "meanAbs": float(acc["d_abs"]) / max(1.0, dtok),
+                "maxAbs": float(d_max),
+                "mismatchKl": float(acc["d_kl"]) / max(1.0, dtok),
+                "ratioMin": float(r_min) if dtok else 1.0,
+                "ratioMax": float(r_max) if dtok else 1.0,
+            }
+            if loss.tis_cap is not None:
+                out["tis"] = {"cap": loss.tis_cap, "meanWeight": float(acc["tis_w"]) / tok, "cappedFraction": float(acc["tis_cap"]) / tok}
+        return out
+
+    @staticmethod
+    def _store_rows(store: dict, m: Micro, logp: torch.Tensor, sel: torch.Tensor) -> None:
+        counts = sel.sum(1).tolist()
+        parts = torch.split(logp.detach(), counts)
+        for i, p in zip(m.idx, parts):
+            store[i] = p
+
+    @staticmethod
+    def _rows(store: dict, m: Micro, sel: torch.Tensor) -> torch.Tensor:
+        if m.weight == 0:
+            return torch.zeros(int(sel.sum()), device=sel.device)
+        return torch.cat([store[i] for i in m.idx])
+
+    # ----------------------------------------------------------------- save
+
+    def save(self, out_dir: str, optimizer_file: str, meta: dict) -> str:
+        """Write the checkpoint: HF weights (``save_pretrained``; a tied ``lm_head`` is left out and tied
+        again on load), the base model's tokenizer files, then the optimizer state (full, for resume
+        with any world size), then ``manifest.json`` and ``STABLE``. Written to ``out_dir + '.tmp'``
+        and renamed into place. Collective; returns the manifest hash (rank 0; '' elsewhere)."""
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict, get_optimizer_state_dict
+
+        opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
+        sd = get_model_state_dict(self.model, options=opts)
+        osd = get_optimizer_state_dict(self.model, self.optim, options=opts)
+        if not self.ctx.is_main:
+            return ""
+        tmp = out_dir.rstrip("/") + ".tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
+        sd = {k: v.detach().to(self.save_dtype) for k, v in sd.items()}
+        if getattr(self.model.config, "tie_word_embeddings", False) and "lm_head.weight" in sd and "model.embed_tokens.weight" in sd:
+            # A gathered (FSDP) state dict holds the tied matrix twice as separate copies; keep the file
+            # identical to a single process's: the embedding only, tied again on load.
+            if not torch.equal(sd["lm_head.weight"], sd["model.embed_tokens.weight"]):
+                raise RuntimeError("tied lm_head and embed_tokens diverged during training; the model's weight tying was broken")
+            del sd["lm_head.weight"]
+        unwrapped = self.model
+        unwrapped.save_pretrained(tmp, state_dict=sd)
+        copy_tokenizer_files(self.base_dir, tmp)
+        os.makedirs(os.path.dirname(optimizer_file), exist_ok=True)
+        torch.save(osd, optimizer_file + ".tmp")
+        os.replace(optimizer_file + ".tmp", optimizer_file)
+        digest = write_manifest(tmp, meta)
+        mark_stable(tmp)
+        if os.path.exists(out_dir):
+            shutil.rmtree(out_dir)
+        os.replace(tmp, out_dir)
+        return digest

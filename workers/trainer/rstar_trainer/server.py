@@ -1,0 +1,160 @@
+"""``python -m rstar_trainer serve``: the trainer worker's HTTP API.
+
+- ``PUT /v1/runs/{runId}/steps/{step}`` body ``{batchUri, batchHash, policyVersion, loss?, optimizer?,
+  mode?: "grpo"|"sft", checkpointDir?, initFrom?}`` -> 202 ``{state: "queued", ...}`` (training runs in
+  the background); a repeat with the same ``batchHash`` -> 200 with the stored result (or 202 while it
+  is pending); another ``batchHash`` for the same step -> 409 ``step_conflict`` naming both hashes.
+- ``GET /v1/runs/{runId}/steps/{step}[?wait=SECONDS]`` -> 200 ``rstar.grpo-result/1`` (``state: "done"``)
+  or 200 ``{state: "failed", error}``, 202 ``{state: "queued"|"running"}``, 404 when never PUT; with
+  ``wait`` the answer is held until the step ends (long poll, at most 300 s).
+- ``GET /v1/runs/{runId}`` -> the run's latest policy version and checkpoint.
+- ``GET /v1/info``, ``GET /healthz`` (also ``/health/live``, ``/health/ready``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import signal
+import sys
+import threading
+
+import torch
+
+from . import __version__
+from .batch import PROTOCOL_V1, PROTOCOL_V2
+from .distributed import DistContext, init_context, shutdown
+from .errors import NotFoundError, RstarWorkerError
+from .http_util import JsonServer, QuietHandler, path_parts, read_body, send, send_error
+from .model_io import validate_model_dir
+from .policy import PolicyTrainer, quiet_transformers, resolve_dtype
+from .service import RESULT_PROTOCOL, StepService, follower_loop
+
+
+def info(svc: StepService, trainer: PolicyTrainer, model_dir: str) -> dict:
+    cfg = trainer.model.config if trainer.model is not None else None
+    return {
+        "worker": "rstar-trainer",
+        "version": __version__,
+        "model": os.path.abspath(model_dir),
+        "modelType": getattr(cfg, "model_type", None),
+        "architectures": getattr(cfg, "architectures", None),
+        "parameters": trainer.num_parameters,
+        "vocabSize": trainer.vocab_size,
+        "tiedEmbeddings": bool(getattr(cfg, "tie_word_embeddings", False)),
+        "tokenizerHash": svc.tokenizer_hash,
+        "device": str(svc.ctx.device),
+        "deviceName": torch.cuda.get_device_name(svc.ctx.device) if svc.ctx.device.type == "cuda" else platform.processor() or platform.machine(),
+        "dtype": svc.dtype_name,
+        "masterDtype": "float32",
+        "worldSize": svc.ctx.world,
+        "fsdp": svc.ctx.is_dist,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "hip": getattr(torch.version, "hip", None),
+        "python": platform.python_version(),
+        "protocols": {"batch": [PROTOCOL_V1, PROTOCOL_V2], "result": RESULT_PROTOCOL},
+        "loaded": None if not svc.loaded or svc.loaded[1] < 0 else {"runId": svc.loaded[0], "policyVersion": svc.loaded[1]},
+        "busy": svc.busy,
+        "stateDir": svc.state_dir,
+        "checkpointRoot": svc.checkpoint_root,
+    }
+
+
+def query_wait(h) -> float:
+    """``?wait=SECONDS`` of a GET (long poll), 0 when absent."""
+    from urllib.parse import parse_qs, urlparse
+
+    raw = parse_qs(urlparse(h.path).query).get("wait", ["0"])[0]
+    try:
+        return max(0.0, float(raw))
+    except ValueError as e:
+        from .errors import RequestError
+
+        raise RequestError(f"wait must be a number of seconds, got {raw!r}", "wait") from e
+
+
+def make_handler(svc: StepService, trainer: PolicyTrainer, model_dir: str):
+    class Handler(QuietHandler):
+        def _route(self, method: str):
+            try:
+                parts = path_parts(self)
+                if method == "GET" and parts in (["healthz"], ["health", "live"], ["health", "ready"]):
+                    return send(self, 200, {"status": "ok", "busy": svc.busy})
+                if method == "GET" and parts == ["v1", "info"]:
+                    return send(self, 200, info(svc, trainer, model_dir))
+                if len(parts) == 5 and parts[:2] == ["v1", "runs"] and parts[3] == "steps":
+                    step = svc.check_ids(parts[2], parts[4])
+                    if method == "PUT":
+                        status, body = svc.put(parts[2], step, read_body(self))
+                        return send(self, status, body)
+                    if method == "GET":
+                        status, body = svc.get(parts[2], step, wait=query_wait(self))
+                        return send(self, status, body)
+                if method == "GET" and len(parts) == 3 and parts[:2] == ["v1", "runs"]:
+                    svc.check_ids(parts[2], "0")
+                    return send(self, 200, svc.run_view(parts[2]))
+                raise NotFoundError(f"no route {method} {self.path}", "path")
+            except Exception as e:  # noqa: BLE001 - every error becomes a JSON answer
+                send_error(self, e)
+
+        def do_GET(self):  # noqa: N802 - http.server's naming
+            self._route("GET")
+
+        def do_PUT(self):  # noqa: N802
+            self._route("PUT")
+
+        def do_POST(self):  # noqa: N802
+            self._route("POST")
+
+    return Handler
+
+
+def serve(args) -> int:
+    """Start the worker; every rank loads the model, rank 0 serves HTTP. Exit code 2 on a bad model
+    directory (a JSON error line on stderr)."""
+    quiet_transformers()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        validate_model_dir(args.model)
+        ctx = init_context(args.device)
+    except RstarWorkerError as e:
+        print(json.dumps({"error": e.to_json()}), file=sys.stderr, flush=True)
+        return 2
+    dtype = resolve_dtype(args.dtype, ctx.device)
+    trainer = PolicyTrainer(args.model, ctx, dtype)
+    try:
+        trainer.load(args.model)
+    except RstarWorkerError as e:
+        print(json.dumps({"error": e.to_json()}), file=sys.stderr, flush=True)
+        return 2
+    if not ctx.is_main:
+        follower_loop(ctx, trainer)
+        shutdown(ctx)
+        return 0
+    state_dir = args.state_dir
+    svc = StepService(
+        ctx, trainer, base_dir=args.model, state_dir=state_dir,
+        checkpoint_root=args.checkpoint_root or os.path.join(state_dir, "checkpoints"),
+        dtype_name=str(dtype).replace("torch.", ""),
+    )
+    httpd = JsonServer((args.host, args.port), make_handler(svc, trainer, args.model))
+    svc.start()
+    stop = threading.Event()
+
+    def on_signal(_sig, _frm):
+        stop.set()
+        threading.Thread(target=httpd.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    port = httpd.server_address[1]
+    print(json.dumps({"event": "listening", "url": f"http://{args.host}:{port}", "port": port, "worldSize": ctx.world, "device": str(ctx.device)}), flush=True)
+    httpd.serve_forever(poll_interval=0.2)
+    svc.stop()
+    if ctx.is_dist:
+        ctx.broadcast({"op": "exit"})
+    shutdown(ctx)
+    return 0

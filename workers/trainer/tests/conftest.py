@@ -1,0 +1,35 @@
+"""Fixtures: the hf-tiny model (built once per session), the shared vectors, a reference engine."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import (  # noqa: F401 - re-exported for the test modules
+    FIXTURE, Proc, generate, http, py, random_sequences, sha256, wait_result, write_batch,
+)
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> str:
+    """The hf-tiny model directory (make-tiny, seed 0), built once per test session."""
+    from rstar_trainer.tiny import make_tiny
+
+    out = str(tmp_path_factory.mktemp("hf-tiny"))
+    make_tiny(out, seed=0)
+    return out
+
+
+@pytest.fixture(scope="session")
+def fixture_vectors() -> dict:
+    with open(FIXTURE) as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="session")
+def engine(tiny_model):
+    """A reference engine on the hf-tiny model with room for everything the tests send."""
+    p = Proc(py("rstar_trainer.engine", "serve", "--model", tiny_model, "--port", "0", "--kv-capacity-tokens", "8192", "--threads", "1")).wait_listening()
+    yield p
+    p.stop()
