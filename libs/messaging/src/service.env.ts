@@ -11,5 +11,20 @@ export function jetStreamOptionsFromEnv(name: string, env: NodeJS.ProcessEnv = p
     stream: env.RSTAR_STREAM || undefined,
     subjectPrefix: env.RSTAR_SUBJECT_PREFIX || undefined,
     name,
+    replicas: streamReplicasFromEnv(env),
   };
+}
+
+/**
+ * `RSTAR_STREAM_REPLICAS` as a number (undefined when unset or empty).
+ * @throws Error naming the variable when it is not an integer 1..5.
+ */
+export function streamReplicasFromEnv(env: NodeJS.ProcessEnv = process.env): number | undefined {
+  const raw = env.RSTAR_STREAM_REPLICAS;
+  if (raw === undefined || raw === '') return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 5) {
+    throw new Error(`RSTAR_STREAM_REPLICAS is "${raw}": must be an integer 1..5 (3 on a 3-node NATS cluster); unset it on a single server`);
+  }
+  return n;
 }
