@@ -11,10 +11,12 @@ import { until } from '@rstar/testing';
 import { SFT_CHECKPOINT_TIMEOUT_MS, ensureSftCheckpoint } from '../support/sft-checkpoint';
 import { createPrivateDatabase, type PrivateDatabase, type ServiceProcess } from '../support/service-process';
 import { NatsCluster } from '../support/nats-cluster';
-import { expectRunExactlyOnce, shortRunConfig, startPipeline, stopPipeline, type PipelineService, type RunShape } from '../support/distributed-pipeline';
+import { expectRunExactlyOnce } from '../support/run-exactly-once';
+import { shortRunConfig, startPipeline, stopPipeline, type PipelineService, type RunShape } from '../support/distributed-pipeline';
 
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
 const SHAPE: RunShape = { steps: 2, prompts: 4, group: 2, oversample: 2 };
+const STREAM_MAX_BYTES = 2 * 1024 ** 3;
 
 // A distributed run on a 3-node JetStream cluster (three nats-server processes, routes, the stream and its
 // consumers at 3 replicas) loses one node mid-run — SIGKILL, no goodbye — and gets it back: the run
@@ -36,7 +38,7 @@ describe('NATS cluster: a node, then the stream leader, killed mid-run and resta
     cluster = await NatsCluster.start();
     db = await createPrivateDatabase(PG_URL, `natsfail_${process.pid}_${Date.now()}`);
     engine = await startBuiltinEngine({ port: 0, host: '127.0.0.1', checkpointDir: sftCheckpoint, kvCapacityTokens: 160 * 64 });
-    svcs = await startPipeline({ natsUrl: cluster.url, databaseUrl: db.url, engineUrl: engine.url, checkpointDir: ckptDir, env: { RSTAR_STREAM_REPLICAS: '3' } });
+    svcs = await startPipeline({ natsUrl: cluster.url, databaseUrl: db.url, engineUrl: engine.url, checkpointDir: ckptDir, env: { RSTAR_STREAM_REPLICAS: '3', RSTAR_STREAM_MAX_BYTES: String(STREAM_MAX_BYTES) } });
     store = await EventStore.connect({ connectionString: db.url });
     // The observer and the run's submitter; it leaves the stream's replicas as the services set them.
     bus = await JetStreamBus.connect({ servers: cluster.url, name: 'failover-observer' });
@@ -62,9 +64,10 @@ describe('NATS cluster: a node, then the stream leader, killed mid-run and resta
   };
   const archivedOf = async (runId: string, types?: EventType[]) => readRunEvents(store!, runId, types).catch(() => []);
 
-  it('the services created the stream with 3 replicas, one on each node', async () => {
+  it('the services created the stream with 3 replicas, one on each node, bounded by RSTAR_STREAM_MAX_BYTES', async () => {
     const info = await until(streamInfo, 'the stream info');
     expect(info.config.num_replicas).toBe(3);
+    expect(info.config.max_bytes).toBe(STREAM_MAX_BYTES);
     const peers = [info.cluster?.leader, ...(info.cluster?.replicas ?? []).map((r) => r.name)].sort();
     expect(peers).toEqual(cluster!.names);
   });

@@ -11,7 +11,8 @@ import { until } from '@rstar/testing';
 import { SFT_CHECKPOINT_TIMEOUT_MS, ensureSftCheckpoint } from '../support/sft-checkpoint';
 import { startPrivateNats, type PrivateNats, type ServiceProcess } from '../support/service-process';
 import { PrivatePostgres } from '../support/private-postgres';
-import { expectRunExactlyOnce, shortRunConfig, startPipeline, stopPipeline, type PipelineService, type RunShape } from '../support/distributed-pipeline';
+import { expectRunExactlyOnce } from '../support/run-exactly-once';
+import { shortRunConfig, startPipeline, stopPipeline, type PipelineService, type RunShape } from '../support/distributed-pipeline';
 
 const SHAPE: RunShape = { steps: 2, prompts: 4, group: 2, oversample: 2 };
 

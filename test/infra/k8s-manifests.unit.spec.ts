@@ -71,6 +71,12 @@ suite('Kubernetes manifests', () => {
         expect(find(objs(), 'PodDisruptionBudget', 'nats').spec.minAvailable).toBe(2);
         const env = find(objs(), 'ConfigMap', 'rstar-env').data!;
         expect(env.RSTAR_STREAM_REPLICAS).toBe('3');
+        // The stream's bound fits each node's volume and JetStream's file store (every node holds a full copy).
+        const maxBytes = Number(env.RSTAR_STREAM_MAX_BYTES);
+        const gib = (q: string) => Number(/^(\d+)Gi$/.exec(q)![1]) * 1024 ** 3;
+        expect(maxBytes).toBeGreaterThan(0);
+        expect(maxBytes).toBeLessThan(gib(nats.spec.volumeClaimTemplates[0].spec.resources.requests.storage));
+        expect(maxBytes).toBeLessThan(Number(/max_file_store: (\d+)GB/.exec(conf)![1]) * 1e9);
         expect(env.RSTAR_NATS_URL.split(',')).toEqual([0, 1, 2].map((i) => `nats://nats-${i}.nats:4222`));
       });
 

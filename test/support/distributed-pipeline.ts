@@ -1,5 +1,4 @@
-import { expect } from 'vitest';
-import { parseRunConfig, type EventType, type RstarEvent, type RunConfig } from '@rstar/contracts';
+import { parseRunConfig, type RunConfig } from '@rstar/contracts';
 import { freePort, ServiceProcess } from './service-process';
 
 /** The six services of a distributed run. */
@@ -39,12 +38,22 @@ export async function startPipeline(opts: PipelineOptions): Promise<Map<Pipeline
     'policy-serving': { RSTAR_ENGINES: engines, RSTAR_COMPACT_PROMPT: '1', RSTAR_INSTANCE_ID: 'pipeline-0', RSTAR_ACK_WAIT_MS: ack },
   };
   const svcs = new Map<PipelineService, ServiceProcess>();
-  for (const svc of PIPELINE_ORDER) {
-    svcs.set(svc, new ServiceProcess({ name: svc, entry: `services/${svc}/src/main.ts`, port: await freePort(), env: { ...common, ...env[svc] } }));
-  }
+  // A port from freePort() is free when asked, but another test process may bind it before the service
+  // does (test files run in parallel): such a start is retried on a new port.
+  const start = async (svc: PipelineService): Promise<void> => {
+    for (let attempt = 1; ; attempt++) {
+      const p = new ServiceProcess({ name: svc, entry: `services/${svc}/src/main.ts`, port: await freePort(), env: { ...common, ...env[svc] } });
+      svcs.set(svc, p);
+      try {
+        return await p.start();
+      } catch (e) {
+        if (attempt >= 3 || !/EADDRINUSE/.test((e as Error).message)) throw e;
+      }
+    }
+  };
   try {
-    await svcs.get('control-plane')!.start();
-    await Promise.all(PIPELINE_ORDER.slice(1).map((s) => svcs.get(s)!.start()));
+    await start('control-plane');
+    await Promise.all(PIPELINE_ORDER.slice(1).map(start));
   } catch (e) {
     await stopPipeline(svcs);
     throw e;
@@ -74,49 +83,4 @@ export function shortRunConfig(name: string, seed: number, checkpoint: string, s
     stages: [{ name: 'rl-1', steps: shape.steps, promptsPerStep: shape.prompts, groupSize: shape.group, oversample: shape.oversample, maxResponseTokens: 112, maxTurns: 3, lr: 0.0005 }],
     trainer: { warmupSteps: 1 },
   });
-}
-
-/**
- * The exactly-once checks of a finished run's archived events: no id twice; one RunStarted, one
- * RunCompleted, no RunFailed; every requested rollout completed and rewarded exactly once; every group
- * resampled once; every step completed once; each rollout's TurnGenerated events numbered 0..turns-1.
- */
-export function expectRunExactlyOnce(events: readonly RstarEvent[], shape: RunShape): void {
-  const count = (type: EventType) => events.filter((e) => e.type === type).length;
-  expect(new Set(events.map((e) => e.id)).size, 'distinct event ids').toBe(events.length);
-  expect(count('RunFailed')).toBe(0);
-  expect(count('RunStarted')).toBe(1);
-  expect(count('RunCompleted')).toBe(1);
-  const per = (type: EventType, key: (e: RstarEvent) => string) => {
-    const m = new Map<string, number>();
-    for (const e of events) if (e.type === type) m.set(key(e), (m.get(key(e)) ?? 0) + 1);
-    return m;
-  };
-  const rid = (e: RstarEvent) => (e.data as { rolloutId: string }).rolloutId;
-  const gid = (e: RstarEvent) => (e.data as { groupId: string }).groupId;
-  const rollouts = shape.steps * shape.prompts * shape.group * shape.oversample;
-  const requested = per('RolloutRequested', rid);
-  expect(requested.size).toBe(rollouts);
-  const completed = per('RolloutCompleted', rid);
-  const rewarded = per('RewardAssigned', rid);
-  for (const r of requested.keys()) {
-    expect(completed.get(r), `RolloutCompleted of ${r}`).toBe(1);
-    expect(rewarded.get(r), `RewardAssigned of ${r}`).toBe(1);
-  }
-  expect(completed.size).toBe(rollouts);
-  expect(rewarded.size).toBe(rollouts);
-  const groups = new Set(events.filter((e) => e.type === 'RolloutRequested').map(gid));
-  expect(groups.size).toBe(shape.steps * shape.prompts);
-  const resampled = per('GroupResampled', gid);
-  for (const g of groups) expect(resampled.get(g), `GroupResampled of ${g}`).toBe(1);
-  const steps = per('StepCompleted', (e) => String((e.data as { step: number }).step));
-  expect(steps.size).toBe(shape.steps);
-  expect([...steps.values()].every((n) => n === 1)).toBe(true);
-  const turnsOf = new Map<string, number[]>();
-  for (const e of events) if (e.type === 'TurnGenerated') turnsOf.set(e.data.rolloutId, [...(turnsOf.get(e.data.rolloutId) ?? []), e.data.turn]);
-  for (const c of events) {
-    if (c.type !== 'RolloutCompleted') continue;
-    const turns = (turnsOf.get(c.data.rolloutId) ?? []).sort((a, b) => a - b);
-    expect(turns, `turns of ${c.data.rolloutId}`).toEqual(Array.from({ length: c.data.turns }, (_, k) => k));
-  }
 }

@@ -101,15 +101,20 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
     if (replicas !== undefined && !(Number.isInteger(replicas) && replicas >= 1 && replicas <= 5)) {
       throw new Error(`JetStreamBus: option "replicas" must be an integer 1..5 (NATS's limit), got ${replicas}`);
     }
+    const maxBytes = this.opts.maxBytes;
+    if (maxBytes !== undefined && !(Number.isSafeInteger(maxBytes) && maxBytes > 0)) {
+      throw new Error(`JetStreamBus: option "maxBytes" must be a positive integer of bytes, got ${maxBytes}`);
+    }
     try {
       const info = await this.jsm.streams.info(this.stream);
-      const update: { subjects?: string[]; num_replicas?: number } = {};
+      const update: { subjects?: string[]; num_replicas?: number; max_bytes?: number } = {};
       if (!info.config.subjects?.includes(subject)) update.subjects = [...(info.config.subjects ?? []), subject];
       if (replicas !== undefined && info.config.num_replicas !== replicas) {
         this.log.info('changing the stream\'s replicas', { stream: this.stream, from: info.config.num_replicas, to: replicas });
         update.num_replicas = replicas;
       }
-      if (update.subjects || update.num_replicas) await this.jsm.streams.update(this.stream, update);
+      if (maxBytes !== undefined && info.config.max_bytes !== maxBytes) update.max_bytes = maxBytes;
+      if (update.subjects || update.num_replicas || update.max_bytes) await this.jsm.streams.update(this.stream, update);
     } catch (e) {
       if (!/not found/i.test((e as Error).message)) throw e;
       await this.jsm.streams.add({
@@ -118,6 +123,7 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
         storage: StorageType.File,
         duplicate_window: nanos(120_000),
         num_replicas: replicas ?? 1,
+        ...(maxBytes !== undefined ? { max_bytes: maxBytes } : {}),
       });
     }
   }

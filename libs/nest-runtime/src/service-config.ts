@@ -26,7 +26,7 @@ export const intVar = (dflt: number, min: number, fix: string) => z.coerce.numbe
 /**
  * The settings every service reads: `PORT`, `HOST` (default 0.0.0.0, as a container needs), and the bus:
  * `RSTAR_NATS_URL` (comma-separated servers), `RSTAR_STREAM` / `RSTAR_SUBJECT_PREFIX` (isolation of several
- * deployments on one NATS), `RSTAR_STREAM_REPLICAS` (the stream's copies on a NATS cluster).
+ * deployments on one NATS), `RSTAR_STREAM_REPLICAS` (the stream's copies on a NATS cluster), `RSTAR_STREAM_MAX_BYTES` (its size bound).
  */
 export const baseServiceEnv = (defaultPort: number) =>
   z.object({
@@ -38,6 +38,9 @@ export const baseServiceEnv = (defaultPort: number) =>
     RSTAR_STREAM_REPLICAS: z
       .preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(1).max(5).optional())
       .describe('the copies of the stream on a NATS cluster, an integer 1..5 (3 on a 3-node cluster; unset on one server)'),
+    RSTAR_STREAM_MAX_BYTES: z
+      .preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().positive().optional())
+      .describe('the stream\'s size bound in bytes, a positive integer (e.g. 150000000000; unset for no limit)'),
   });
 
 /** The archive settings of a service that reads or writes it. */
