@@ -36,6 +36,13 @@ export interface JetStreamBusOptions {
    * one copy and an existing stream is left as it is (a client never scales down what services set up).
    */
   replicas?: number;
+  /**
+   * Upper bound of the stream's size in bytes (each replica holds a full copy): past it the oldest
+   * messages are dropped. The archive is the record and the stream its buffer, so this bounds how far the
+   * archiver may fall behind (docs/deploy.md sizes it). Set: applied at create and update. Unset: no limit
+   * on a new stream, an existing stream's limit left alone.
+   */
+  maxBytes?: number;
   /** Give up a publish after retrying this long, in ms (default 120 s, the duplicate window). */
   publishDeadlineMs?: number;
   /** Publishes in flight at once for an array publish (default 256). */
