@@ -18,10 +18,12 @@ const SHAPE: RunShape = { steps: 2, prompts: 4, group: 2, oversample: 2 };
 
 // Postgres goes away mid-run (a restart or a failover: `pg_ctl stop -m fast` ends every session) and
 // comes back. On a Postgres of this test's own (its own data folder and port; the shared server on 5432
-// is left alone): the archiver's appends fail and are retried with backoff from the stream, and the two
-// services that rebuild state from the archive (resampling's open groups, optimization's run resume) are
-// killed and started while it is down, so their first reads fail, retry, and wait for the archive to catch
-// up. The run completes; the archive holds every message of the stream exactly once.
+// is left alone): the archiver's appends fail and are retried with backoff from the stream while it runs,
+// and then the archiver and the two services that rebuild state from the archive (resampling's open groups,
+// optimization's run resume) die with it. The readers come back first, to an archive that misses events
+// their consumers had acked: they must wait for the archiver to catch up before reading, or groups lose
+// rewards and time out. The run completes with no group dropped; the archive holds every message of the
+// stream exactly once.
 describe('Postgres restart mid-run', () => {
   let pg: PrivatePostgres | undefined;
   let nats: PrivateNats | undefined;
@@ -56,9 +58,10 @@ describe('Postgres restart mid-run', () => {
   const archivedOf = async (runId: string, types?: EventType[]) => readRunEvents(store!, runId, types).catch(() => []);
   const streamMessages = async () => (await bus!.jsm.streams.info(bus!.stream)).state.messages;
 
-  it('the archiver, resampling and optimization ride out the outage; the run completes with the archive = the stream', async () => {
+  it('the archiver, resampling and optimization ride out the outage and their own restarts; the run completes, archive = stream, no group lost', async () => {
     const runId = ids.newRun();
-    const submitted = submitRemoteRun(shortRunConfig('pg-restart', 400, sftCheckpoint, SHAPE), { bus, runId });
+    // Groups wait at most 150 s for their rollouts: a reader that lost acked events would drop groups on timeout.
+    const submitted = submitRemoteRun(shortRunConfig('pg-restart', 400, sftCheckpoint, SHAPE, { roc: { groupTimeoutS: 150 } }), { bus, runId });
     submitted.catch(() => undefined);
     await until(async () => (await archivedOf(runId, ['RolloutCompleted', 'RunCompleted', 'RunFailed'])).length > 0 || undefined, `the first RolloutCompleted of run ${runId}`, { timeoutMs: 150_000, everyMs: 100 });
     const atStop = await archivedOf(runId);
@@ -69,19 +72,27 @@ describe('Postgres restart mid-run', () => {
     // The run goes on over the bus while the archive is down: events pile up in the stream.
     const streamAtStop = await streamMessages();
     await until(async () => (await streamMessages()) >= streamAtStop + 20 || undefined, 'events published while Postgres is down', { timeoutMs: 120_000, everyMs: 200 });
-    // The readers restart during the outage: their archive reads fail and are retried.
-    const resampling = svcs!.get('resampling')!;
-    const optimization = svcs!.get('optimization')!;
-    await Promise.all([resampling.kill(), optimization.kill()]);
-    const restarted = Promise.all([resampling.start(), optimization.start()]);
-    restarted.catch(() => undefined);
-    // Both are up and report not ready (their archive is unreachable), and the archive is still down.
-    await until(async () => {
-      const states = await Promise.all([resampling, optimization].map((s) => fetch(`http://127.0.0.1:${s.opts.port}/health/ready`).then((r) => r.status, () => 0)));
-      return states.every((s) => s === 503) || undefined;
-    }, 'the restarted services to answer 503 on /health/ready', { timeoutMs: 120_000, everyMs: 250 });
+    // The node that held Postgres took the archiver and both readers with it: all three are killed while
+    // Postgres is down. Postgres comes back first, then the readers, whose first archive reads now find an
+    // archive that misses what their consumers acked before they died (the archiver is not running yet).
+    const [controlPlane, resampling, optimization] = (['control-plane', 'resampling', 'optimization'] as const).map((n) => svcs!.get(n)!);
+    await Promise.all([controlPlane.kill(), resampling.kill(), optimization.kill()]);
     await pg!.startServer();
-    await restarted;
+    const readers = Promise.all([resampling.start(), optimization.start()]);
+    readers.catch(() => undefined);
+    // Both readers connected to NATS and the (stale) archive before the archiver runs again.
+    await until(async () => {
+      const states = await Promise.all([resampling, optimization].map(async (svc) => {
+        const r = await fetch(`http://127.0.0.1:${svc.opts.port}/health/ready`).catch(() => null);
+        if (!r) return false;
+        const j = (await r.json()) as { info?: Record<string, { status: string }>; error?: Record<string, { status: string }> };
+        const all = { ...j.error, ...j.info };
+        return all.nats?.status === 'up' && all.postgres?.status === 'up';
+      }));
+      return states.every(Boolean) || undefined;
+    }, 'the restarted readers to reach NATS and Postgres', { timeoutMs: 120_000, everyMs: 250 });
+    await controlPlane.start();
+    await readers;
 
     await submitted;
     await until(async () => (await archivedOf(runId, ['RunCompleted'])).length > 0 || undefined, `run ${runId}'s RunCompleted archived`, { timeoutMs: 90_000, everyMs: 200 });
@@ -91,8 +102,6 @@ describe('Postgres restart mid-run', () => {
     }, 'the archive to hold every message of the stream', { timeoutMs: 90_000, everyMs: 250 });
     expect(archived).toBeGreaterThan(archivedAtStop);
     expectRunExactlyOnce(await archivedOf(runId), SHAPE);
-    expect(resampling.starts).toBe(2);
-    expect(optimization.starts).toBe(2);
-    expect(svcs!.get('control-plane')!.starts, 'the archiver was never restarted').toBe(1);
+    expect([controlPlane.starts, resampling.starts, optimization.starts]).toEqual([2, 2, 2]);
   }, 600_000);
 });

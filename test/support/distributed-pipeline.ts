@@ -74,9 +74,10 @@ export interface RunShape {
   oversample: number;
 }
 
-/** A short distributed RL run of the tiny policy from an SFT checkpoint (no SFT stage), seeded. */
-export function shortRunConfig(name: string, seed: number, checkpoint: string, shape: RunShape): RunConfig {
+/** A short distributed RL run of the tiny policy from an SFT checkpoint (no SFT stage), seeded; `extra` adds top-level config sections (e.g. `roc`). */
+export function shortRunConfig(name: string, seed: number, checkpoint: string, shape: RunShape, extra: Record<string, unknown> = {}): RunConfig {
   return parseRunConfig({
+    ...extra,
     name, seed,
     policy: { model: { layers: 2, dModel: 64, heads: 4, context: 160 }, init: 'checkpoint', checkpoint },
     data: { source: 'tasks', heldOutSize: 4, trainSize: 256 },

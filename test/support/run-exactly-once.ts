@@ -5,7 +5,7 @@ import type { RunShape } from './distributed-pipeline';
 /**
  * The exactly-once checks of a finished run's archived events: no id twice; one RunStarted, one
  * RunCompleted, no RunFailed; every requested rollout completed and rewarded exactly once; every group
- * resampled once; every step completed once; each rollout's TurnGenerated events numbered 0..turns-1.
+ * resampled once and none on timeout; every step completed once; each rollout's TurnGenerated events numbered 0..turns-1.
  */
 export function expectRunExactlyOnce(events: readonly RstarEvent[], shape: RunShape): void {
   const count = (type: EventType) => events.filter((e) => e.type === type).length;
@@ -35,6 +35,9 @@ export function expectRunExactlyOnce(events: readonly RstarEvent[], shape: RunSh
   expect(groups.size).toBe(shape.steps * shape.prompts);
   const resampled = per('GroupResampled', gid);
   for (const g of groups) expect(resampled.get(g), `GroupResampled of ${g}`).toBe(1);
+  // Every group decided on all its rollouts: none dropped because its rollouts stopped arriving.
+  const timedOut = events.filter((e) => e.type === 'GroupResampled' && (e.data as { groupDropped: string | null }).groupDropped === 'timeout');
+  expect(timedOut.map((e) => (e.data as { groupId: string }).groupId), 'groups dropped on timeout').toEqual([]);
   const steps = per('StepCompleted', (e) => String((e.data as { step: number }).step));
   expect(steps.size).toBe(shape.steps);
   expect([...steps.values()].every((n) => n === 1)).toBe(true);
