@@ -261,7 +261,9 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
       try {
         target ??= (await this.jsm.streams.info(this.stream)).state.last_seq;
         const info = await this.jsm.consumers.info(this.stream, durable);
-        if (info.ack_floor.stream_seq >= target) return;
+        // Past the target, or nothing left to deliver or ack (a filtered consumer's ack floor stops at the
+        // last message it matches, which may sit below the stream's last sequence).
+        if (info.ack_floor.stream_seq >= target || (info.num_pending === 0 && info.num_ack_pending === 0)) return;
         reason = `consumer ${durable} has acked up to stream sequence ${info.ack_floor.stream_seq} of ${target}`;
       } catch (e) {
         reason = `consumer ${durable} not readable yet: ${(e as Error).message}`;
