@@ -105,6 +105,11 @@ export class PolicyServingHandler {
   }
 
   /** The policy version the engines hold now (of the run in {@link policy}). */
+  /** Rollouts being run by this instance now. */
+  get activeRollouts(): number {
+    return this.running.size;
+  }
+
   get policyVersion(): number {
     return this.gate.loadedVersion;
   }
