@@ -12,7 +12,7 @@ import { PolicyServingHandler } from './policy-serving.handler';
 import { until } from '@rstar/testing';
 
 /*
- * e2e (issue 6): two built-in engines with a small KV capacity behind the SGLang adapter, the real
+ * e2e: two built-in engines with a small KV capacity behind the SGLang adapter, the real
  * sandbox executing tool calls over real NATS JetStream, 64 rollouts of 4 prompts; then one engine is
  * killed mid-run and its rollouts must finish on the other. The policy is a few-step SFT of the tiny
  * built-in model, enough to make it write tool calls.

@@ -8,7 +8,7 @@ import { SandboxPool, loadTrajectories, replayTrajectories, resolvePython, type 
  * `python3` per call, here with the same numpy/sympy/scipy imports) in the same run, on
  * (a) `print(1)`, (b) a sympy solve, (c) the code blocks of ../shared/trajectories (a 1-in-10
  * sample of trajectories, stateful sources in sessions), and a burst of 2,000 calls submitted at once.
- * Goals (issue 3, 2-core host): overhead p50 <= 5 ms, >= 300 calls/s on (a), >= 50x baseline on (b),
+ * Goals (2-core host): overhead p50 <= 5 ms, >= 300 calls/s on (a), >= 50x baseline on (b),
  * zero burst failures except queueing.
  *
  * (b) is measured fairly on a shared host: warm and baseline run in alternating rounds (so both see
