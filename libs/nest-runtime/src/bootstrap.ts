@@ -67,15 +67,15 @@ export async function startService(module: Type | DynamicModule, service: string
 }
 
 /**
- * A service's `main`: {@link startService}, then one JSON line `{"event":"listening",...}` on stdout (and
+ * A service's `main`: builds the root module (`module()`, which validates the settings), {@link startService}, then one JSON line `{"event":"listening",...}` on stdout (and
  * `{"event":"stopped",...}` when it exits).
  * A bad setting or a taken port ends the process with code 2 and one error line naming the variable and
  * the fix; dependencies that are not up yet never end it (they are retried, see `Dependency`).
  */
-export async function runService(module: Type | DynamicModule, service: string): Promise<void> {
+export async function runService(module: () => Type | DynamicModule, service: string): Promise<void> {
   const log = createLogger(service);
   try {
-    const { url } = await startService(module, service);
+    const { url } = await startService(module(), service);
     process.stdout.write(JSON.stringify({ event: 'listening', service, url, pid: process.pid }) + '\n');
     process.once('exit', (code) => process.stdout.write(JSON.stringify({ event: 'stopped', service, code }) + '\n'));
   } catch (e) {
