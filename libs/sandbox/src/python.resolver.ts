@@ -4,8 +4,10 @@ import { resolve } from 'node:path';
 
 /** Repository root (libs/sandbox/src -> ../../..). */
 export const REPO_ROOT = resolve(__dirname, '..', '..', '..');
-/** The zygote program shipped with this lib. */
-export const ZYGOTE_PATH = resolve(__dirname, '..', 'python', 'zygote.py');
+/** The directory holding the zygote's Python package (`rstar_zygote`, run as `python -m rstar_zygote`). */
+export const ZYGOTE_ROOT = resolve(__dirname, '..', 'python');
+/** The zygote package shipped with this lib. */
+export const ZYGOTE_PACKAGE = 'rstar_zygote';
 
 /** Python binary: explicit option, else env RSTAR_PYTHON, else `<repoRoot>/.venv/bin/python`, else `python3`. */
 export function resolvePython(explicit?: string): string {
