@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { bwrapUsable, sandboxEnv } from './bwrap.args';
 import { CgroupManager, pidAlive, type WorkerCgroups } from './cgroup.manager';
 import { DEFAULT_LIMITS, DEFAULT_MAXIMA, resolveRequest, type ResolvedRequest } from './exec-request.validator';
-import { inspectPython, resolvePython, ZYGOTE_PATH } from './python.resolver';
+import { inspectPython, resolvePython, ZYGOTE_ROOT } from './python.resolver';
 import { INVALID_REQUEST_PREFIX, InvalidRequestError, IsolationUnavailableError, PoolNotRunningError } from './sandbox.errors';
 import type { ExecLimits, ExecRequest, ExecResult, ExecStatus, SandboxHealth, SandboxPoolOptions } from './sandbox.types';
 import { execResultOf } from './zygote.response';
@@ -63,7 +63,7 @@ export function poolResult(status: ExecStatus, stderr: string): ExecResult {
  * whole call from outside, output caps while reading, and stateful sessions pinned to one worker.
  *
  * `execute()` never throws for a bad program or a bad request: everything is an {@link ExecResult}
- * (`sandbox_error` names the invalid field; `overloaded` when `queueLimit` requests already wait).
+ * (`invalid_request` names the invalid field; `overloaded` when `queueLimit` requests already wait).
  *
  * @example
  * const pool = new SandboxPool(); await pool.start();
@@ -166,7 +166,7 @@ export class SandboxPool {
       index: i,
       python: this.python,
       pythonRoots: this.pythonRoots,
-      zygoteHostPath: ZYGOTE_PATH,
+      zygoteRoot: ZYGOTE_ROOT,
       bwrap: this.isolation === 'bwrap',
       cgroups: this.cgroupsOf[i] ?? null,
       ...callUids(i, this.sessionCap),
@@ -205,7 +205,7 @@ export class SandboxPool {
   }
 
   /**
-   * Run one program. Never throws: invalid requests give `sandbox_error` (stderr names the field),
+   * Run one program. Never throws: invalid requests give `invalid_request` (stderr names the field),
    * a full queue gives `overloaded`, a closed pool gives `sandbox_error`.
    */
   execute(request: ExecRequest): Promise<ExecResult> {
@@ -215,7 +215,7 @@ export class SandboxPool {
     try {
       req = resolveRequest(request, this.defaults, this.maxima);
     } catch (e) {
-      return Promise.resolve(poolResult('sandbox_error', `${INVALID_REQUEST_PREFIX}${(e as Error).message}`));
+      return Promise.resolve(poolResult('invalid_request', `${INVALID_REQUEST_PREFIX}${(e as Error).message}`));
     }
     if (this.queue.length >= this.queueLimit)
       return Promise.resolve(
@@ -247,7 +247,7 @@ export class SandboxPool {
     if (!pin || this.state !== 'running') return Promise.resolve();
     this.sessionPin.delete(session);
     return new Promise((resolve) => {
-      const req: ResolvedRequest = { code: '', input: '', session, ...this.defaults };
+      const req: ResolvedRequest = { code: '', input: '', session, echo: true, ...this.defaults };
       this.queue.push({ op: 'end_session', req, resolve: () => resolve(), worker: pin.worker });
       this.dispatch();
     });
@@ -310,12 +310,16 @@ export class SandboxPool {
       hardOutputBytes: Math.max(8 << 20, r.outputChars * 8),
       session: r.session,
       known,
+      echo: r.echo,
     };
     let result: ExecResult;
     try {
       const frame = await w.request(msg, r.timeoutMs + 10_000, r.code, r.input ?? '');
       result = execResultOf(frame, r.outputChars);
-      if (r.session) result.sessionReset = Boolean(frame.msg.sessionReset);
+      if (r.session) {
+        result.sessionReset = Boolean(frame.msg.sessionReset);
+        result.sessionKept = frame.msg.sessionKept !== false && result.status !== 'sandbox_error';
+      }
     } catch (e) {
       const backstop = e instanceof WorkerBackstopError;
       void this.replace(i);
@@ -331,7 +335,10 @@ export class SandboxPool {
       result = poolResult(backstop ? 'timeout' : 'killed', `sandbox worker lost during the call (${(e as Error).message.split(';')[0]}); it was restarted`);
       result.signal = 'SIGKILL';
       result.wallMs = backstop ? r.timeoutMs : 0;
-      if (r.session) result.sessionReset = true;
+      if (r.session) {
+        result.sessionReset = true;
+        result.sessionKept = false;
+      }
     }
     job.resolve(result);
     this.dispatch();

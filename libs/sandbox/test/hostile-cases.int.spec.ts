@@ -386,12 +386,12 @@ describe('hostile cases', () => {
     const code = CASES.H42!.code;
     for (const timeoutMs of [0, -1]) {
       const r = await pool.execute({ code, timeoutMs });
-      expect(r.status).toBe('sandbox_error');
+      expect(r.status).toBe('invalid_request');
       expect(r.stderr).toMatch(/timeoutMs/);
     }
     for (const memoryMb of [0, -1]) {
       const r = await pool.execute({ code, memoryMb });
-      expect(r.status).toBe('sandbox_error');
+      expect(r.status).toBe('invalid_request');
       expect(r.stderr).toMatch(/memoryMb/);
     }
     const clamped = await Promise.all([
@@ -402,7 +402,7 @@ describe('hostile cases', () => {
     for (const r of clamped) expect(r.status).toBe('timeout');
     expect(clamped[0]!.wallMs).toBeLessThanOrEqual(MAX * 1.2 + 100);
     const bad = await pool.execute({ code: 42 } as never);
-    expect(bad.status).toBe('sandbox_error');
+    expect(bad.status).toBe('invalid_request');
     expect(bad.stderr).toMatch(/code/);
   });
 
