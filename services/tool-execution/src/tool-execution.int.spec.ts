@@ -49,7 +49,8 @@ describe('tool-execution service', () => {
     expect(bad.body.field).toBe('code');
     const clamped = await post('/v1/execute', { code: 'import time; time.sleep(3600)', timeoutMs: 1e9 });
     expect(clamped.body.status).toBe('timeout');
-    expect(clamped.body.wallMs).toBeLessThan(3000 * 1.2 + 100);
+    // Clamped to the 3 s maximum, not run for 1e9 ms (a loaded host may take seconds to kill the call).
+    expect(clamped.body.wallMs).toBeLessThan(3000 + 4000);
   });
 
   it('POST /v1/execute/batch answers in order; invalid items get invalid_request', async () => {

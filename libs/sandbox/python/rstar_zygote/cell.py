@@ -113,11 +113,41 @@ def cut_traceback(tb):
 
 
 def display(exc_type, exc, tb):
-    """What the default sys.excepthook prints, through the traceback module: the C implementation (used
-    by CPython < 3.13) reads source lines from the file on disk and so shows none for `<code>`, while
-    the traceback module reads them from linecache, where run_cell puts the program (its output is
-    otherwise the same: carets, chained exceptions, notes)."""
+    """What the default sys.excepthook prints. A traceback goes through the traceback module: the C
+    implementation (used by CPython < 3.13) reads source lines from the file on disk and so shows none
+    for `<code>`, while the traceback module reads them from linecache, where run_cell puts the program
+    (its output is otherwise the same: carets, chained exceptions, notes). The program's own syntax
+    error (no traceback) goes through the C hook, whose caret the traceback module draws differently
+    for some errors (an IndentationError: `^^^^^` instead of `^`)."""
+    if tb is None and isinstance(exc, SyntaxError) and exc.__cause__ is None and exc.__context__ is None:
+        sys.__excepthook__(exc_type, exc, tb)
+        return
     traceback.print_exception(exc_type, exc, tb, file=sys.stderr)
+
+
+def unraisable_hook(u):
+    """sys.unraisablehook as CPython's default prints it ("Exception ignored in ...", the traceback,
+    the exception; no chained exceptions), with the program's source lines (see `display`)."""
+    f = sys.stderr
+    if f is None:
+        return
+    try:
+        if u.object is not None:
+            try:
+                obj = repr(u.object)
+            except Exception:
+                obj = "<object repr() failed>"
+            f.write((f"{u.err_msg}: " if u.err_msg is not None else "Exception ignored in: ") + obj + "\n")
+        elif u.err_msg is not None:
+            f.write(f"{u.err_msg}:\n")
+        if u.exc_traceback is not None:
+            f.write("Traceback (most recent call last):\n")
+            f.write("".join(traceback.format_tb(u.exc_traceback)))
+        if u.exc_type is not None:
+            f.write("".join(traceback.format_exception_only(u.exc_type, u.exc_value)))
+        f.flush()
+    except Exception:
+        pass
 
 
 def thread_excepthook(args):
@@ -142,6 +172,7 @@ def install_hooks():
     """The program's exception display hooks (see `display`); a program may replace them."""
     import threading
     threading.excepthook = thread_excepthook
+    sys.unraisablehook = unraisable_hook
 
 
 def print_exception(exc):
@@ -189,11 +220,20 @@ def system_exit_code(exc):
     return 1
 
 
+def source_lines(code):
+    """The program's lines as linecache holds a file's: each ends in a newline (the traceback module
+    places its carets one column off on a last line without one)."""
+    lines = code.splitlines(True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    return lines
+
+
 def run_cell(code, ns, echo):
     """Execute `code` (text) in namespace `ns` as the program's `<code>`; with `echo` (Jupyter semantics,
     PROTOCOL §3) a final bare expression's repr is printed when it is not None. An uncaught exception is
     printed as at top level. Returns the exit code, or EXIT_BY_SIGINT for an uncaught KeyboardInterrupt."""
-    linecache.cache[CODE_NAME] = (len(code), None, code.splitlines(True), CODE_NAME)
+    linecache.cache[CODE_NAME] = (len(code), None, source_lines(code), CODE_NAME)
     try:
         tree = ast.parse(code, CODE_NAME, "exec")
         last = None

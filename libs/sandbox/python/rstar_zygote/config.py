@@ -21,7 +21,7 @@ class Config:
     session_idle_s: float = 300.0
     # Grace a timed-out session cell gets to stop after its KeyboardInterrupt before the interpreter
     # is killed (and the session reset).
-    interrupt_grace_s: float = 1.0
+    interrupt_grace_s: float = 2.0
     wipe_dirs: list = field(default_factory=list)  # shared temp dirs wiped after each call (sandbox only)
     pids_max: int = 64
     file_max: int = 64 << 20
