@@ -41,6 +41,16 @@ function callUids(i: number, sessionCap: number): { uid: number | null; sessionU
   return { uid: base, sessionUids: Array.from({ length: sessionCap }, (_, k) => base + 1 + k) };
 }
 
+/**
+ * scipy submodules the scipy zygotes import before forking: the ones the code blocks of
+ * ../shared/trajectories use (`scipySubmoduleUsage`: stats in 3 blocks, integrate in 1; no other).
+ * Importing scipy.stats also loads linalg, optimize, special, interpolate, sparse, spatial, fft and
+ * ndimage, so those are warm there too.
+ */
+export const SCIPY_WARM_MODULES: readonly string[] = ['scipy.stats', 'scipy.integrate'];
+/** A program that mentions scipy runs on a scipy zygote (where one exists). */
+const USES_SCIPY = /\bscipy\b/;
+
 interface Job {
   /** `end_session` jobs carry only `req.session`. */
   op?: 'exec' | 'end_session';
@@ -48,6 +58,8 @@ interface Job {
   resolve: (r: ExecResult) => void;
   /** Worker index this job must run on (session affinity), or -1 for any. */
   worker: number;
+  /** The program uses scipy: it waits for a scipy zygote rather than import scipy's submodules cold. */
+  scipy?: boolean;
   /** Already re-queued once after its zygote died under it. */
   retried?: boolean;
 }
@@ -79,6 +91,8 @@ export class SandboxPool {
   private readonly sessionIdleS: number;
   private readonly pidsMax: number;
   private readonly nWorkers: number;
+  /** How many of the workers (the last ones) are scipy zygotes. */
+  private readonly nScipy: number;
   private workers: ZygoteWorker[] = [];
   /** Where the next dispatch starts looking for an idle worker. */
   private nextWorker = 0;
@@ -109,6 +123,10 @@ export class SandboxPool {
     // next request, so one per core leaves the cores idle between calls (measured: 4 zygotes on 2
     // cores give ~1.3x the print(1) throughput of 2).
     this.nWorkers = Math.max(1, opts.workers ?? Math.max(4, 2 * cpus().length));
+    // One scipy zygote (see SCIPY_WARM_MODULES): warming scipy.stats in every zygote doubles its heap
+    // (62 -> 130 MB) and adds ~580 mappings that every fork copies (+~3 CPU ms per call, measured), so
+    // only programs that use scipy pay for it, and they save its 1-2 s import.
+    this.nScipy = Math.max(0, Math.min(opts.scipyWorkers ?? (this.nWorkers >= 2 ? 1 : 0), this.nWorkers - 1));
     for (const [k, v] of Object.entries({ workers: this.nWorkers, queueLimit: this.queueLimit, pidsMax: this.pidsMax }))
       if (!Number.isInteger(v) || v < 1) throw new InvalidRequestError(k, `must be a positive integer, got ${v}`);
   }
@@ -161,6 +179,11 @@ export class SandboxPool {
     this.state = 'running';
   }
 
+  /** Whether worker `i` is a scipy zygote. */
+  private isWarm(i: number): boolean {
+    return i >= this.nWorkers - this.nScipy;
+  }
+
   private async spawnWorker(i: number): Promise<ZygoteWorker> {
     const w = new ZygoteWorker({
       index: i,
@@ -173,6 +196,7 @@ export class SandboxPool {
       sessionCap: this.sessionCap,
       sessionIdleS: this.sessionIdleS,
       pidsMax: this.pidsMax,
+      warmModules: this.isWarm(i) ? [...SCIPY_WARM_MODULES] : [],
       env: sandboxEnv,
       hostWorkRoot: join(this.hostWorkRoot, `w${i}`),
     });
@@ -222,18 +246,19 @@ export class SandboxPool {
         poolResult('overloaded', `sandbox overloaded: ${this.queue.length} requests already queued (limit ${this.queueLimit}); retry later`),
       );
     let worker = -1;
+    const scipy = this.nScipy > 0 && USES_SCIPY.test(req.code);
     if (req.session) {
       const pin = this.sessionPin.get(req.session);
       if (pin) {
         worker = pin.worker;
         pin.last = Date.now();
       } else {
-        worker = this.leastPinned();
+        worker = this.leastPinned(scipy);
         this.sessionPin.set(req.session, { worker, last: Date.now(), generation: this.generation[worker] ?? 0 });
       }
     }
     return new Promise((resolve) => {
-      this.queue.push({ req, resolve, worker });
+      this.queue.push({ req, resolve, worker, scipy });
       this.dispatch();
     });
   }
@@ -253,12 +278,16 @@ export class SandboxPool {
     });
   }
 
-  private leastPinned(): number {
+  /** The worker of the right kind (scipy or not, where both exist) holding the fewest sessions. */
+  private leastPinned(scipy: boolean): number {
     this.expirePins();
     const counts = new Array<number>(this.nWorkers).fill(0);
     for (const p of this.sessionPin.values()) counts[p.worker]!++;
-    let best = 0;
-    for (let i = 1; i < counts.length; i++) if (counts[i]! < counts[best]!) best = i;
+    let best = -1;
+    for (let i = 0; i < counts.length; i++) {
+      if (this.nScipy > 0 && this.isWarm(i) !== scipy) continue;
+      if (best < 0 || counts[i]! < counts[best]!) best = i;
+    }
     return best;
   }
 
@@ -270,18 +299,25 @@ export class SandboxPool {
   private dispatch(): void {
     if (this.state !== 'running' || this.queue.length === 0) return;
     // Round robin from the worker after the last one used: a zygote forks its next call's child right
-    // after answering, so the zygote that just answered is the slowest to take the next call.
+    // after answering, so the zygote that just answered is the slowest to take the next call. The
+    // scipy zygotes come second for programs without scipy (their forks cost more); programs with scipy
+    // wait for one of them.
     const n = this.workers.length;
-    for (let k = 0; k < n; k++) {
-      const i = (this.nextWorker + k) % n;
-      const w = this.workers[i]!;
-      if (!w.alive || w.busy || this.restarting.has(i)) continue;
-      const idx = this.queue.findIndex((j) => j.worker === i || j.worker === -1);
-      if (idx < 0) continue;
-      const job = this.queue.splice(idx, 1)[0]!;
-      this.nextWorker = (i + 1) % n;
-      void this.run(w, i, job);
-      if (this.queue.length === 0) return;
+    for (const pass of [false, true]) {
+      for (let k = 0; k < n; k++) {
+        const i = (this.nextWorker + k) % n;
+        const warm = this.isWarm(i);
+        if (this.nScipy > 0 && warm !== pass) continue;
+        const w = this.workers[i]!;
+        if (!w.alive || w.busy || this.restarting.has(i)) continue;
+        const idx = this.queue.findIndex((j) => j.worker === i || (j.worker === -1 && (warm || !j.scipy)));
+        if (idx < 0) continue;
+        const job = this.queue.splice(idx, 1)[0]!;
+        this.nextWorker = (i + 1) % n;
+        void this.run(w, i, job);
+        if (this.queue.length === 0) return;
+      }
+      if (this.nScipy === 0) return;
     }
   }
 

@@ -87,6 +87,11 @@ export interface SandboxPoolOptions {
   sessionIdleS?: number;
   /** Tasks per call: processes, threads and unreaped zombies (cgroup pids.max, default 256). */
   pidsMax?: number;
+  /**
+   * Workers (of `workers`) that also import scipy's submodules before forking; programs that mention
+   * scipy run there (default 1 when there are at least 2 workers; 0 = none).
+   */
+  scipyWorkers?: number;
   /** Called with human-readable warnings (default: console.warn). */
   onWarning?: (message: string) => void;
 }

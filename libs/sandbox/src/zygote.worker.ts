@@ -20,6 +20,8 @@ export interface ZygoteSpec {
   sessionCap: number;
   sessionIdleS: number;
   pidsMax: number;
+  /** Submodules this zygote imports before forking (e.g. `scipy.stats`); empty = the base stack only. */
+  warmModules: string[];
   env: (workRoot: string) => Record<string, string>;
   hostWorkRoot: string;
 }
@@ -79,6 +81,7 @@ export class ZygoteWorker {
         sessionIdleS: s.sessionIdleS,
         wipeDirs: s.bwrap ? ['/tmp', '/var/tmp', '/dev/shm'] : [],
         pidsMax: s.pidsMax,
+        warmModules: s.warmModules,
       });
     if (s.bwrap) {
       const { bwrapArgs } = await import('./bwrap.args');

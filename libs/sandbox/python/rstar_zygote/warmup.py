@@ -15,10 +15,11 @@ from .isolation import libc
 # Standard-library and scientific modules every call may use without paying their import.
 BASE_MODULES = ("math", "fractions", "itertools", "collections", "functools", "re", "random", "decimal",
                 "statistics", "numpy", "sympy", "scipy")
-# scipy's submodules load lazily (`import scipy` alone gives none of them) and each costs 0.1-1.5 s
-# cold. These are the ones the code blocks of ../shared/trajectories import or reach through
-# `scipy.<name>` (measured by test/support/scipy-usage.ts; README "scipy submodules"), most used first.
-DEFAULT_WARM_MODULES = ()
+# scipy's submodules load lazily (`import scipy` alone gives none of them) and cost 1-2 s cold. These
+# are the ones the code blocks of ../shared/trajectories use (libs/sandbox/src/scipy.usage.ts; README
+# "scipy submodules"). The pool passes the list explicitly, to its scipy zygotes only: this default
+# serves a zygote started by hand.
+DEFAULT_WARM_MODULES = ("scipy.stats", "scipy.integrate")
 MADV_COLLAPSE = 25  # Linux >= 6.1
 
 
@@ -65,6 +66,14 @@ def warm_up():
     repr(a @ a.T)
     numpy.linalg.solve(numpy.eye(2), numpy.ones(2))
     repr(numpy.float64(0.5))
+    stats = sys.modules.get("scipy.stats")
+    if stats is not None:  # a scipy zygote: first calls of the common distributions build their docs/caches
+        stats.norm.cdf(1.0)
+        stats.binom.pmf(3, 10, 0.5)
+        stats.t.ppf(0.975, 10)
+    integrate = sys.modules.get("scipy.integrate")
+    if integrate is not None:
+        integrate.quad(lambda t: t * t, 0, 1)
 
 
 def immortalize_heap():
