@@ -37,3 +37,4 @@ export {
   type ReplayExecutor,
 } from './trajectory.replay';
 export { runExecLines, parseExecLine, HttpExecutor, type Executor, type ExecLine, type ExecRunSummary } from './exec-lines.runner';
+export * from './compat';

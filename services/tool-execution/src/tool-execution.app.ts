@@ -5,8 +5,10 @@ import { connect } from '@nats-io/transport-node';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { EventBus } from '@rstar/messaging';
 import { SandboxPool, type SandboxPoolOptions } from '@rstar/sandbox';
+import { CodeJudgeController } from './code-judge.controller';
 import { ExecuteController } from './execute.controller';
 import { NatsExecuteResponder, TOOL_EXECUTE_SUBJECT } from './nats-execute.responder';
+import { SandboxFusionController } from './sandbox-fusion.controller';
 import { SANDBOX_POOL, TOOL_METRICS } from './tokens';
 import { ToolExecutionHandler } from './tool-execution.handler';
 import { ToolExecutionMetrics } from './tool-execution.metrics';
@@ -16,7 +18,7 @@ class ToolExecutionModule {
   static forPool(pool: SandboxPool, metrics: ToolExecutionMetrics): DynamicModule {
     return {
       module: ToolExecutionModule,
-      controllers: [ExecuteController],
+      controllers: [ExecuteController, SandboxFusionController, CodeJudgeController],
       providers: [
         { provide: SANDBOX_POOL, useValue: pool },
         { provide: TOOL_METRICS, useValue: metrics },
