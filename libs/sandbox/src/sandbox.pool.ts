@@ -90,8 +90,11 @@ export class SandboxPool {
   private readonly sessionCap: number;
   private readonly sessionIdleS: number;
   private readonly pidsMax: number;
+  /** All zygotes: `workers` lean ones, then the scipy ones. */
   private readonly nWorkers: number;
-  /** How many of the workers (the last ones) are scipy zygotes. */
+  /** Lean zygotes (the base stack only): every program that does not mention scipy runs on one. */
+  private readonly nLean: number;
+  /** scipy zygotes, after the lean ones. */
   private readonly nScipy: number;
   private workers: ZygoteWorker[] = [];
   /** Where the next dispatch starts looking for an idle worker. */
@@ -122,13 +125,17 @@ export class SandboxPool {
     // Two zygotes per core: a zygote is idle while its call's child runs and while it waits for the
     // next request, so one per core leaves the cores idle between calls (measured: 4 zygotes on 2
     // cores give ~1.3x the print(1) throughput of 2).
-    this.nWorkers = Math.max(1, opts.workers ?? Math.max(4, 2 * cpus().length));
-    // One scipy zygote (see SCIPY_WARM_MODULES): warming scipy.stats in every zygote doubles its heap
-    // (62 -> 130 MB) and adds ~580 mappings that every fork copies (+~3 CPU ms per call, measured), so
-    // only programs that use scipy pay for it, and they save its 1-2 s import.
-    this.nScipy = Math.max(0, Math.min(opts.scipyWorkers ?? (this.nWorkers >= 2 ? 1 : 0), this.nWorkers - 1));
-    for (const [k, v] of Object.entries({ workers: this.nWorkers, queueLimit: this.queueLimit, pidsMax: this.pidsMax }))
+    this.nLean = Math.max(1, opts.workers ?? Math.max(4, 2 * cpus().length));
+    // scipy zygotes (see SCIPY_WARM_MODULES), on top of the lean ones: warming scipy.stats in a zygote
+    // doubles its heap (62 -> 130 MB RSS) and adds ~580 mappings that each of its forks copies (+~3 CPU
+    // ms per call, measured), so only programs that use scipy run there (and save its 1-2 s import);
+    // every other program keeps the lean zygotes' cost. An idle zygote costs memory, no CPU.
+    this.nScipy = opts.scipyWorkers ?? 1;
+    this.nWorkers = this.nLean + this.nScipy;
+    for (const [k, v] of Object.entries({ workers: this.nLean, queueLimit: this.queueLimit, pidsMax: this.pidsMax }))
       if (!Number.isInteger(v) || v < 1) throw new InvalidRequestError(k, `must be a positive integer, got ${v}`);
+    if (!Number.isInteger(this.nScipy) || this.nScipy < 0)
+      throw new InvalidRequestError('scipyWorkers', `must be an integer >= 0, got ${this.nScipy}`);
   }
 
   /**
@@ -181,7 +188,7 @@ export class SandboxPool {
 
   /** Whether worker `i` is a scipy zygote. */
   private isWarm(i: number): boolean {
-    return i >= this.nWorkers - this.nScipy;
+    return i >= this.nLean;
   }
 
   private async spawnWorker(i: number): Promise<ZygoteWorker> {
@@ -299,25 +306,20 @@ export class SandboxPool {
   private dispatch(): void {
     if (this.state !== 'running' || this.queue.length === 0) return;
     // Round robin from the worker after the last one used: a zygote forks its next call's child right
-    // after answering, so the zygote that just answered is the slowest to take the next call. The
-    // scipy zygotes come second for programs without scipy (their forks cost more); programs with scipy
-    // wait for one of them.
+    // after answering, so the zygote that just answered is the slowest to take the next call. Programs
+    // that mention scipy run on the scipy zygotes, all others on the lean ones (where both exist).
     const n = this.workers.length;
-    for (const pass of [false, true]) {
-      for (let k = 0; k < n; k++) {
-        const i = (this.nextWorker + k) % n;
-        const warm = this.isWarm(i);
-        if (this.nScipy > 0 && warm !== pass) continue;
-        const w = this.workers[i]!;
-        if (!w.alive || w.busy || this.restarting.has(i)) continue;
-        const idx = this.queue.findIndex((j) => j.worker === i || (j.worker === -1 && (warm || !j.scipy)));
-        if (idx < 0) continue;
-        const job = this.queue.splice(idx, 1)[0]!;
-        this.nextWorker = (i + 1) % n;
-        void this.run(w, i, job);
-        if (this.queue.length === 0) return;
-      }
-      if (this.nScipy === 0) return;
+    for (let k = 0; k < n; k++) {
+      const i = (this.nextWorker + k) % n;
+      const w = this.workers[i]!;
+      if (!w.alive || w.busy || this.restarting.has(i)) continue;
+      const warm = this.isWarm(i);
+      const idx = this.queue.findIndex((j) => j.worker === i || (j.worker === -1 && warm === Boolean(j.scipy)));
+      if (idx < 0) continue;
+      const job = this.queue.splice(idx, 1)[0]!;
+      this.nextWorker = (i + 1) % n;
+      void this.run(w, i, job);
+      if (this.queue.length === 0) return;
     }
   }
 
@@ -389,7 +391,7 @@ export class SandboxPool {
       isolation: this.isolation,
       warnings: [...this.warnings],
       cgroup: this.cg?.version === 1 ? 'v1' : this.cg?.version === 2 ? 'v2' : 'none',
-      workers: { total: this.nWorkers, ready, busy: this.workers.filter((w) => w.busy).length, restarts: this.restarts },
+      workers: { total: this.nWorkers, scipy: this.nScipy, ready, busy: this.workers.filter((w) => w.busy).length, restarts: this.restarts },
       queueDepth: this.queue.length,
       queueLimit: this.queueLimit,
       activeSessions: this.activeSessions(),

@@ -70,7 +70,7 @@ export type IsolationMode = 'auto' | 'bwrap' | 'none';
 
 /** Options of {@link SandboxPool}. */
 export interface SandboxPoolOptions {
-  /** Number of zygotes (default: twice the CPU count, at least 4). */
+  /** Number of lean zygotes, the ones every program without scipy runs on (default: twice the CPU count, at least 4). */
   workers?: number;
   /** Python binary (default: env RSTAR_PYTHON, else `<repoRoot>/.venv/bin/python`, else `python3`). */
   python?: string;
@@ -88,8 +88,8 @@ export interface SandboxPoolOptions {
   /** Tasks per call: processes, threads and unreaped zombies (cgroup pids.max, default 256). */
   pidsMax?: number;
   /**
-   * Workers (of `workers`) that also import scipy's submodules before forking; programs that mention
-   * scipy run there (default 1 when there are at least 2 workers; 0 = none).
+   * scipy zygotes, on top of `workers`: they also import scipy's submodules before forking, and every
+   * program that mentions scipy runs on one (default 1; 0 = none: such programs run on the lean ones).
    */
   scipyWorkers?: number;
   /** Called with human-readable warnings (default: console.warn). */
@@ -103,7 +103,8 @@ export interface SandboxHealth {
   /** Set when isolation is weaker than asked for or than the design expects. */
   warnings: string[];
   cgroup: 'v1' | 'v2' | 'none';
-  workers: { total: number; ready: number; busy: number; restarts: number };
+  /** `total` zygotes, `scipy` of them the scipy zygotes (SandboxPoolOptions.scipyWorkers). */
+  workers: { total: number; scipy: number; ready: number; busy: number; restarts: number };
   queueDepth: number;
   queueLimit: number;
   activeSessions: number;

@@ -237,7 +237,7 @@ export async function run(args: string[]): Promise<object> {
     try {
       const trajs = loadTrajectories(undefined, quick ? 40 : 10);
       // At most `sessionsPerWorker` live sessions per zygote: more trajectories in flight would evict state.
-      const rep = await replayTrajectories(pool, trajs, { concurrency: h.workers.total * 8, timeoutMs: 6000 });
+      const rep = await replayTrajectories(pool, trajs, { concurrency: (h.workers.total - (h.workers.scipy ?? 0)) * 8, timeoutMs: 6000 });
       trajectoryPerS = rep.blocks / (rep.wallMs / 1000);
       const stateless = trajs.filter((t) => !t.stateful).flatMap((t) => t.blocks).slice(0, quick ? 8 : 16);
       let i = 0;
