@@ -74,6 +74,11 @@ export async function startToolExecution(opts: ToolExecutionOptions = {}): Promi
     app.set('etag', false);
     app.disable('x-powered-by');
     await app.listen(opts.port ?? 0, opts.host ?? '127.0.0.1');
+    // Training clients keep connections open between bursts of calls: a server closing idle ones after
+    // Node's default 5 s races their reuse (the client sees a reset). Close them after 65 s instead.
+    const server = app.getHttpServer() as { keepAliveTimeout: number; headersTimeout: number };
+    server.keepAliveTimeout = 65_000;
+    server.headersTimeout = 66_000;
     const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
     if (opts.natsUrl) {
       nc = await connect({ servers: opts.natsUrl, name: 'tool-execution' });

@@ -176,7 +176,7 @@ const AGENT = new Agent({ keepAlive: true, maxSockets: 256 });
  * One call through the service's HTTP API (`node:http` with a keep-alive agent: Node's `fetch` adds ~1 ms
  * of client work per call, measured, which is not the service's).
  */
-function httpExecute(url: string, req: ExecRequest): Promise<ExecResult> {
+function httpExecute(url: string, req: ExecRequest, retried = false): Promise<ExecResult> {
   const body = JSON.stringify(req);
   const u = new URL(url + '/v1/execute');
   return new Promise((done, fail) => {
@@ -194,7 +194,11 @@ function httpExecute(url: string, req: ExecRequest): Promise<ExecResult> {
         });
       },
     );
-    r.on('error', fail);
+    r.on('error', (e: NodeJS.ErrnoException) => {
+      // A kept-alive connection the server closed just as it was reused: nothing ran, send it again.
+      if (r.reusedSocket && !retried && (e.code === 'ECONNRESET' || e.message === 'socket hang up')) done(httpExecute(url, req, true));
+      else fail(e);
+    });
     r.end(body);
   });
 }
