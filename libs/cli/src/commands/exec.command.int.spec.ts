@@ -53,7 +53,8 @@ describe('rstar exec exit codes', () => {
     const missing = rstarExec([join(dir, 'no-such-file.jsonl')]);
     expect(missing.code).toBe(EXEC_EXIT.usage);
     expect(missing.stderr).toMatch(/does not exist/);
-  });
+    // Five CLI starts: ~3 s each on an idle host, over a minute on a loaded shared one.
+  }, 300_000);
 
   it('3 when the sandbox cannot be used (unreachable --remote service)', () => {
     const r = rstarExec(['--remote', 'http://127.0.0.1:9'], [JSON.stringify({ id: 1, code: 'print(1)' })]);
