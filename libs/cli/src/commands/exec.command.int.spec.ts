@@ -37,11 +37,11 @@ describe('rstar exec exit codes', () => {
     const some = rstarExec(['--workers', '1'], [JSON.stringify({ id: 1, code: 'print(1)' }), 'not json', JSON.stringify({ id: 3, code: 'print(3)', timeoutMs: -5 })]);
     expect(some.code, some.stderr).toBe(EXEC_EXIT.invalidLines);
     const lines = results(some.stdout);
-    expect(lines.map((l) => l.status)).toEqual(['ok', 'sandbox_error', 'sandbox_error']);
+    expect(lines.map((l) => l.status)).toEqual(['ok', 'invalid_request', 'invalid_request']);
     expect(lines[2]!.stderr).toMatch(/timeoutMs/);
     const all = rstarExec(['--workers', '1'], ['{', JSON.stringify({ id: 2 })]);
     expect(all.code, all.stderr).toBe(EXEC_EXIT.invalidLines);
-    expect(results(all.stdout).map((l) => l.status)).toEqual(['sandbox_error', 'sandbox_error']);
+    expect(results(all.stdout).map((l) => l.status)).toEqual(['invalid_request', 'invalid_request']);
   });
 
   it('2 for usage errors, before anything runs', () => {
