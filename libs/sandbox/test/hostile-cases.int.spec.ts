@@ -457,8 +457,8 @@ describe('hostile cases', () => {
     expect((await run('import sys; sys.exit(3)')).exitCode).toBe(3);
   });
 
-  it('headless matplotlib works', async () => {
+  it('headless matplotlib works, warm and silent (no font-cache rebuild or config-dir warning on stderr)', async () => {
     const r = await run('import matplotlib.pyplot as plt\nplt.plot([1,2],[3,4])\nplt.savefig("p.png")\nimport os\nprint(os.path.getsize("p.png") > 0)', { timeoutMs: MAX });
-    expect(r).toMatchObject({ status: 'ok', stdout: 'True\n' });
+    expect(r).toMatchObject({ status: 'ok', stdout: 'True\n', stderr: '' });
   });
 });

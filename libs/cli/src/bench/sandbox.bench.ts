@@ -143,9 +143,10 @@ function barePython(python: string, code: string, timeoutMs = 10_000): Promise<{
 /** The tool-execution service, started from its entry file as a child process on a free port. */
 async function startService(): Promise<{ url: string; proc: ChildProcess; stop: () => Promise<void> }> {
   const main = resolve(REPO_ROOT, 'services/tool-execution/src/main.ts');
-  const proc = spawn(process.execPath, ['--import', 'tsx', main], {
+  // swc keeps the decorator metadata Nest injects by (tsx drops it); HTTP only, as a drop-in sandbox runs.
+  const proc = spawn(process.execPath, ['-r', '@swc-node/register', main], {
     cwd: REPO_ROOT,
-    env: { ...process.env, PORT: '0', RSTAR_NATS_URL: '' },
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', RSTAR_NATS_URL: 'off' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const url = await new Promise<string>((ok, fail) => {
