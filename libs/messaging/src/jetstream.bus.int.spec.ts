@@ -140,6 +140,8 @@ describe('JetStreamBus (real NATS)', () => {
     // Every event published before the call was handled (and acked) by then.
     for (let i = 0; i < 120; i++) expect(handled.has(ev(3000 + i).id)).toBe(true);
     await expect(bus.waitForConsumer('no-such-durable', { timeoutMs: 300 })).rejects.toThrow(/consumer no-such-durable not readable yet/);
+    // A reader started before the archiver ever ran does not wait for it.
+    await bus.waitForConsumer('no-such-durable', { resolveIfMissing: true, timeoutMs: 5_000 });
     await sub.drain();
   });
 });

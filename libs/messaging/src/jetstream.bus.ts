@@ -251,16 +251,23 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
    * may still be on their way to Postgres (an archiver behind after a Postgres restart), and reading
    * before they land would lose them. Polls with backoff (250 ms doubling to 5 s) while the consumer is
    * behind, missing, or the cluster cannot answer; `onWait` is called on each wait with the reason.
+   * With `resolveIfMissing`, a durable the stream does not have (the stream answered, the consumer is not
+   * found) counts as caught up: no such consumer ever ran here, so nothing of it is on its way anywhere
+   * (a reader started before the archiver's first start must not wait for it forever).
    * @throws Error after `timeoutMs` (default: no limit), naming the consumer and how far it got.
    */
-  async waitForConsumer(durable: string, opts: { timeoutMs?: number; onWait?: (reason: string) => void } = {}): Promise<void> {
+  async waitForConsumer(durable: string, opts: { timeoutMs?: number; onWait?: (reason: string) => void; resolveIfMissing?: boolean } = {}): Promise<void> {
     const t0 = Date.now();
     let target: number | null = null;
     for (let attempt = 1; ; attempt++) {
       let reason: string;
       try {
         target ??= (await this.jsm.streams.info(this.stream)).state.last_seq;
-        const info = await this.jsm.consumers.info(this.stream, durable);
+        const info = await this.jsm.consumers.info(this.stream, durable).catch((e: Error) => {
+          if (opts.resolveIfMissing && /consumer not found/i.test(e.message)) return null;
+          throw e;
+        });
+        if (info === null) return;
         // Past the target, or nothing left to deliver or ack (a filtered consumer's ack floor stops at the
         // last message it matches, which may sit below the stream's last sequence).
         if (info.ack_floor.stream_seq >= target || (info.num_pending === 0 && info.num_ack_pending === 0)) return;

@@ -31,7 +31,7 @@ export class RunStartWorker extends BackgroundWorker {
       durable: this.cfg.get('RSTAR_RUNS_DURABLE', { infer: true }),
       // A run resumes from the archive: first let control-plane's archiver (durable `archiver`) store what
       // the stages published, which may lag after a Postgres restart.
-      archiveCaughtUp: (working) => bus.waitForConsumer('archiver', { onWait: () => working() }),
+      archiveCaughtUp: (working) => bus.waitForConsumer('archiver', { resolveIfMissing: true, onWait: () => working() }),
       log: (msg, fields) => this.log.info(msg, fields),
     });
     await consumer.start();
