@@ -32,7 +32,7 @@ describe('canonical JSON (RFC 8785 for event values)', () => {
   it('sorts keys recursively, drops undefined members, writes numbers and strings as ECMAScript does', () => {
     expect(canonicalJson({ b: 1, a: [3, { d: undefined, c: 'x' }], e: null })).toBe('{"a":[3,{"c":"x"}],"b":1,"e":null}');
     // RFC 8785 §3.2.2.3 number samples and key order by UTF-16 code units (§3.2.3).
-    expect(canonicalJson([333333333.33333329, 1e30, 4.5, 0.002, 1e-27, -0])).toBe('[333333333.3333333,1e+30,4.5,0.002,1e-27,0]');
+    expect(canonicalJson([Number('333333333.33333329'), 1e30, 4.5, 0.002, 1e-27, -0])).toBe('[333333333.3333333,1e+30,4.5,0.002,1e-27,0]');
     const rfcKeys = { '\u20ac': 1, '\r': 2, '\ufb33': 3, '1': 4, '\ud83d\ude00': 5, '\u0080': 6, '\u00f6': 7 };
     expect(canonicalJson(rfcKeys)).toBe('{"\\r":2,"1":4,"\u0080":6,"\u00f6":7,"\u20ac":1,"\ud83d\ude00":5,"\ufb33":3}');
     expect(canonicalJson('a\u2028\n"\\')).toBe(JSON.stringify('a\u2028\n"\\'));
