@@ -1,6 +1,6 @@
 import { RstarError } from '@rstar/contracts';
 
-/** A value that has no JSON form (a non-finite number, a bigint, a function). */
+/** A value that has no JSON form (a non-finite number, a bigint, a symbol). */
 export class CanonicalJsonError extends RstarError {
   constructor(message: string, field: string) {
     super('not_canonicalizable', message, field);
@@ -11,24 +11,37 @@ export class CanonicalJsonError extends RstarError {
  * The canonical JSON text of a JSON value (RFC 8785, JSON Canonicalization Scheme, for the values events
  * hold): object members sorted by key (UTF-16 code units, which is JavaScript's default sort), no
  * whitespace, numbers and strings exactly as `JSON.stringify` writes them (ECMAScript's Number::toString
- * and JSON string escaping, which RFC 8785 adopts). Members whose value is `undefined` are left out and
- * `undefined` array items become `null`, as `JSON.stringify` does, so the canonical text of an object
- * equals that of `JSON.parse(JSON.stringify(object))`: a producer's object and the consumer's parse of
- * its payload canonicalize to the same bytes.
- * @throws CanonicalJsonError naming the path of a non-finite number, a bigint or a function.
+ * and JSON string escaping, which RFC 8785 adopts). Members whose value is `undefined` (or a function)
+ * are left out and such array items become `null`, as `JSON.stringify` does, so the canonical text of an
+ * object equals that of `JSON.parse(JSON.stringify(object))`: a producer's object and the consumer's parse
+ * of its payload canonicalize to the same bytes.
+ * Option `nonFinite: 'null'` writes NaN and ±Infinity as `null`, as `JSON.stringify` (and so an archive
+ * that stored its text) does; the default refuses them.
+ * @throws CanonicalJsonError naming the path of a non-finite number (by default), a bigint or a symbol.
  */
-export function canonicalJson(value: unknown): string {
-  return write(value, '');
+export function canonicalJson(value: unknown, opts: { nonFinite?: 'throw' | 'null' } = {}): string {
+  const lenient = opts.nonFinite === 'null';
+  try {
+    return write(value, lenient);
+  } catch (e) {
+    if (e !== NOT_JSON) throw e;
+    const [path, v] = findBad(value, '', lenient) ?? ['', value];
+    throw new CanonicalJsonError(`${path || '(root)'} is ${typeof v === 'number' ? v : `a ${typeof v}`}, which JSON cannot carry`, path);
+  }
 }
 
-function write(v: unknown, path: string): string {
+/** Thrown inside the writer (no path bookkeeping on the fast path); the path is found afterwards. */
+const NOT_JSON = Symbol('not-json');
+
+function write(v: unknown, lenient: boolean): string {
   switch (typeof v) {
     case 'string':
     case 'boolean':
       return JSON.stringify(v);
     case 'number':
-      if (!Number.isFinite(v)) throw new CanonicalJsonError(`${path || '(root)'} is ${v}, which JSON cannot carry`, path);
-      return JSON.stringify(v);
+      if (Number.isFinite(v)) return JSON.stringify(v);
+      if (lenient) return 'null';
+      throw NOT_JSON;
     case 'object': {
       if (v === null) return 'null';
       if (Array.isArray(v)) {
@@ -36,11 +49,11 @@ function write(v: unknown, path: string): string {
         for (let i = 0; i < v.length; i++) {
           if (i > 0) s += ',';
           const x = v[i];
-          s += x === undefined || typeof x === 'function' ? 'null' : write(x, `${path}.${i}`);
+          s += x === undefined || typeof x === 'function' ? 'null' : write(x, lenient);
         }
         return s + ']';
       }
-      if (typeof (v as { toJSON?: unknown }).toJSON === 'function') return write((v as { toJSON(): unknown }).toJSON(), path);
+      if (typeof (v as { toJSON?: unknown }).toJSON === 'function') return write((v as { toJSON(): unknown }).toJSON(), lenient);
       const keys = Object.keys(v).sort();
       let s = '{';
       let first = true;
@@ -49,13 +62,26 @@ function write(v: unknown, path: string): string {
         if (x === undefined || typeof x === 'function') continue;
         if (!first) s += ',';
         first = false;
-        s += JSON.stringify(k) + ':' + write(x, path ? `${path}.${k}` : k);
+        s += JSON.stringify(k) + ':' + write(x, lenient);
       }
       return s + '}';
     }
     case 'undefined':
+    case 'function':
       return 'null';
     default:
-      throw new CanonicalJsonError(`${path || '(root)'} is a ${typeof v}, which JSON cannot carry`, path);
+      throw NOT_JSON;
   }
+}
+
+function findBad(v: unknown, path: string, lenient: boolean): [string, unknown] | null {
+  if (typeof v === 'number') return Number.isFinite(v) || lenient ? null : [path, v];
+  if (typeof v === 'bigint' || typeof v === 'symbol') return [path, v];
+  if (v && typeof v === 'object') {
+    for (const [k, x] of Object.entries(v)) {
+      const bad = findBad(x, path ? `${path}.${k}` : k, lenient);
+      if (bad) return bad;
+    }
+  }
+  return null;
 }
