@@ -49,22 +49,33 @@ export interface SecuritySettings extends BusSecurity {
   securedBus: boolean;
 }
 
-/** The environment variables read by {@link securityFromEnv}, with what each holds. */
-export const SECURITY_ENV_VARS: Readonly<Record<string, string>> = {
-  RSTAR_SECRETS_DIR: 'a folder with the files below under their default names (rstar security init writes one per principal)',
-  RSTAR_NATS_NKEY_SEED_FILE: 'NATS nkey seed file (default <secrets>/nats.nk); or RSTAR_NATS_NKEY_SEED',
-  RSTAR_NATS_USER: 'NATS user name, with RSTAR_NATS_PASSWORD or RSTAR_NATS_PASSWORD_FILE',
-  RSTAR_NATS_CREDS_FILE: 'NATS decentralized-JWT .creds file',
-  RSTAR_NATS_TLS_CA_FILE: 'CA of the NATS server certificate (turns TLS on; default <secrets>/nats-ca.pem)',
-  RSTAR_NATS_TLS_CERT_FILE: 'client certificate for mutual TLS, with RSTAR_NATS_TLS_KEY_FILE',
-  RSTAR_SIGNING_KEY_FILE: 'Ed25519 private key (PKCS#8 PEM) this process signs events with (default <secrets>/signing.pem); or RSTAR_SIGNING_KEY',
-  RSTAR_SIGNING_KEY_ID: 'key id of the signer (default: the principal name)',
-  RSTAR_TRUSTED_KEYS_FILE: 'JSON {keyId: public key PEM(s)} of trusted signers (default <secrets>/trusted-keys.json); or RSTAR_TRUSTED_KEYS',
-  RSTAR_VERIFY_EVENT_TYPES: 'event types consumers refuse unsigned (default PolicyUpdated,RunStarted)',
-  RSTAR_API_TOKENS_FILE: 'bearer tokens of the HTTP API, "<scopes> <token|sha256:hex> [name]" per line (default <secrets>/api-tokens.txt); or RSTAR_API_TOKENS',
-  RSTAR_ENGINE_API_KEY_FILE: 'token sent to the inference engines (default <secrets>/engine-api-key); or RSTAR_ENGINE_API_KEY',
+/** Every environment variable {@link securityFromEnv} reads, with what it holds (services validate and document them). */
+export const SECURITY_ENV_VARS = {
+  RSTAR_SECRETS_DIR: 'a folder holding the secrets below under their default file names (rstar security init writes one per principal)',
+  RSTAR_NATS_NKEY_SEED: 'the NATS nkey user seed (SU...)',
+  RSTAR_NATS_NKEY_SEED_FILE: 'a file with the NATS nkey seed (default <secrets>/nats.nk)',
+  RSTAR_NATS_USER: 'a NATS user name (with RSTAR_NATS_PASSWORD or RSTAR_NATS_PASSWORD_FILE)',
+  RSTAR_NATS_PASSWORD: 'the NATS password of RSTAR_NATS_USER',
+  RSTAR_NATS_PASSWORD_FILE: 'a file with the NATS password of RSTAR_NATS_USER',
+  RSTAR_NATS_CREDS_FILE: 'a NATS decentralized-JWT .creds file',
+  RSTAR_NATS_TLS_CA_FILE: 'the CA of the NATS server certificate; turns client TLS on (default <secrets>/nats-ca.pem)',
+  RSTAR_NATS_TLS_CERT_FILE: 'a client certificate for mutual TLS (with RSTAR_NATS_TLS_KEY_FILE)',
+  RSTAR_NATS_TLS_KEY_FILE: 'the key of RSTAR_NATS_TLS_CERT_FILE',
+  RSTAR_SIGNING_KEY: 'the Ed25519 private key (PKCS#8 PEM) this process signs its events with',
+  RSTAR_SIGNING_KEY_FILE: 'a file with the signing key (default <secrets>/signing.pem)',
+  RSTAR_SIGNING_KEY_ID: 'the key id of the signer (default: the service name)',
+  RSTAR_TRUSTED_KEYS: 'JSON {"<keyId>": "<public key PEM>" or [...]} of the trusted signers',
+  RSTAR_TRUSTED_KEYS_FILE: 'a file with the trusted keys (default <secrets>/trusted-keys.json)',
+  RSTAR_VERIFY_EVENT_TYPES: 'comma-separated event types refused unsigned (default PolicyUpdated,RunStarted)',
+  RSTAR_API_TOKENS: 'HTTP bearer tokens, "<scopes> <token|sha256:hex> [name]" per line or ";"',
+  RSTAR_API_TOKENS_FILE: 'a file with the HTTP bearer tokens (default <secrets>/api-tokens.txt)',
+  RSTAR_ENGINE_API_KEY: 'the token sent to the inference engines',
+  RSTAR_ENGINE_API_KEY_FILE: 'a file with the engine token (default <secrets>/engine-api-key)',
   RSTAR_REQUIRE_AUTH: 'true = refuse to start without NATS credentials, a signing key, trusted keys and API tokens',
-};
+} as const;
+
+/** The name of a security environment variable. */
+export type SecurityEnvVar = keyof typeof SECURITY_ENV_VARS;
 
 type Env = Record<string, string | undefined>;
 
