@@ -34,8 +34,8 @@ const TOKENS: ReadonlyArray<{ name: string; scopes: string }> = [
   { name: 'operator', scopes: 'read,execute,admin' },
   { name: 'dashboard', scopes: 'read' },
   { name: 'tool-client', scopes: 'execute' },
-  // What policy-serving and optimization send to the engines (weights reload, aborts, cache flush).
-  { name: 'engine-client', scopes: 'admin' },
+  // What policy-serving and optimization send to the engines: information, generation and the admin routes.
+  { name: 'engine-client', scopes: 'read,execute,admin' },
 ];
 
 /** Principals that call the inference engines' admin routes. */
