@@ -4,7 +4,7 @@ import { CorruptEventError, EventStoreConfigError } from './errors';
 import { LATEST_MIGRATION, MIGRATIONS } from './migrations';
 import { copyAppend } from './copy-append';
 import { planAppend, type AppendRow, type PlannedRow } from './append.plan';
-import { ChainVerifier, type ChainReport } from './hash-chain';
+import { ChainVerifier, type ChainReport, type ChainRow } from './hash-chain';
 import { START, type LogPosition } from './position';
 
 /** An archived event: the envelope (upcast to the current version) plus its place in the log. */
@@ -265,9 +265,10 @@ export class EventStore {
    * Check the hash chain of every stream of a run (`rstar replay verify`): each event's stored hash against
    * its stored content and its predecessor's hash (hash-chain.ts). Reads the run once, stream by stream in
    * stream order, through a server-side cursor in pages of `pageSize` rows, as stored (not upcast). The
-   * report names the first event that breaks the chain.
+   * report names the first event that breaks the chain. `onRow` sees every row as read (e.g. to check
+   * its producer's signature).
    */
-  async verifyChain(runId: string, opts: { pageSize?: number } = {}): Promise<ChainReport> {
+  async verifyChain(runId: string, opts: { pageSize?: number; onRow?: (row: ChainRow) => void } = {}): Promise<ChainReport> {
     const verifier = new ChainVerifier();
     const pageSize = checkLimit(opts.pageSize, 5000);
     const c = await this.pool.connect();
@@ -282,10 +283,12 @@ export class EventStore {
       for (;;) {
         const r = await c.query(`FETCH ${pageSize} FROM rstar_chain`);
         for (const row of r.rows) {
-          verifier.add({
+          const chainRow: ChainRow = {
             id: row.id, type: row.type, version: row.version, runId: row.run_id, streamId: row.stream_id, streamPosition: Number(row.stream_position),
             globalPosition: Number(row.global_position), data: row.data, meta: row.meta, hash: row.hash,
-          });
+          };
+          verifier.add(chainRow);
+          opts.onRow?.(chainRow);
         }
         if (r.rows.length < pageSize) break;
       }

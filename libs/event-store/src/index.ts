@@ -6,3 +6,4 @@ export * from './pglite.server';
 export * from './copy-append';
 export * from './append.plan';
 export * from './hash-chain';
+export * from './roles.sql';
