@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -92,6 +92,7 @@ async function round(o: SecuredSideBySideOptions, r: { natsUrl: string; schema: 
     ...(r.secrets ? securedBusOptionsFromEnv('control-plane', { RSTAR_SECRETS_DIR: r.secrets.principals['control-plane'].dir }) : {}),
   });
   const archiver = new Archiver(archBus, store, { logger: o.quiet, batchSize: o.batch });
+  const started: ChildProcess[] = [];
   try {
     await archiver.start();
     let published = 0;
@@ -108,6 +109,7 @@ async function round(o: SecuredSideBySideOptions, r: { natsUrl: string; schema: 
             secretsDir: r.secrets?.principals['tool-execution'].dir,
           },
           (k) => (published += k),
+          started,
         ),
       ),
     );
@@ -134,6 +136,8 @@ async function round(o: SecuredSideBySideOptions, r: { natsUrl: string; schema: 
     o.progress(`${r.label}: ${Math.round(rate)} events/s (${seconds.toFixed(1)} s)`);
     return rate;
   } finally {
+    // A failed round leaves no producer behind.
+    for (const c of started) if (c.exitCode === null) c.kill();
     await archiver.stop();
     await archBus.close();
     await store.close();
@@ -179,12 +183,13 @@ interface ProducerJob {
 }
 
 /** A producer process for events [from, to): ready once connected with its events built; publishes on `go()`. */
-function startProducer(job: ProducerJob, onProgress: (k: number) => void): Promise<{ go: () => Promise<void> }> {
+function startProducer(job: ProducerJob, onProgress: (k: number) => void, started: ChildProcess[]): Promise<{ go: () => Promise<void> }> {
   return new Promise((ready, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', __filename], {
       env: { ...process.env, RSTAR_BENCH_SECURED_PRODUCER: JSON.stringify(job) },
       stdio: ['pipe', 'pipe', 'inherit'],
     });
+    started.push(child);
     const exited = new Promise<void>((res, rej) => child.on('exit', (code) => (code === 0 ? res() : rej(new Error(`producer exited with ${code}`)))));
     exited.catch(reject);
     child.stdout!.on('data', (d: Buffer) => {
@@ -197,8 +202,11 @@ function startProducer(job: ProducerJob, onProgress: (k: number) => void): Promi
 }
 
 async function producerMain(job: ProducerJob): Promise<void> {
+  // The benchmark went away before saying go: nothing to publish for.
+  let told = false;
+  process.stdin.once('end', () => told || process.exit(1));
   const events = makeEvents(job.runId, job.to, job.from);
-  const bus = await JetStreamBus.connect({
+  const bus = await connectWithRetry({
     servers: job.natsUrl,
     stream: job.tag.toUpperCase(),
     subjectPrefix: job.tag,
@@ -207,13 +215,25 @@ async function producerMain(job: ProducerJob): Promise<void> {
     ...(job.secretsDir ? securedBusOptionsFromEnv('tool-execution', { RSTAR_SECRETS_DIR: job.secretsDir }) : {}),
   });
   process.stdout.write('ready\n');
-  await new Promise<void>((r) => process.stdin.once('data', () => r()));
+  await new Promise<void>((r) => process.stdin.once('data', () => ((told = true), r())));
   for (let i = 0; i < events.length; i += 1000) {
     const chunk = events.slice(i, i + 1000);
     await bus.publish(chunk);
     process.stdout.write(`${chunk.length}\n`);
   }
   await bus.close();
+}
+
+/** Connect, trying three times: on a loaded machine a producer's first dial can time out. */
+async function connectWithRetry(opts: Parameters<typeof JetStreamBus.connect>[0]): Promise<JetStreamBus> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await JetStreamBus.connect(opts);
+    } catch (e) {
+      if (attempt >= 3) throw e;
+      process.stderr.write(`producer: connect attempt ${attempt} failed (${(e as Error).message}), retrying\n`);
+    }
+  }
 }
 
 if (process.env.RSTAR_BENCH_SECURED_PRODUCER) {
