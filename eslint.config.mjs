@@ -22,7 +22,7 @@ const boundaries = (extraForTests) => [
 ];
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '**/dist/**', '.venv/**', '**/.venv/**', '.nx/**', 'runs/**', 'reports/**', '.rstar/**'] },
+  { ignores: ['**/node_modules/**', '**/dist/**', '.venv/**', '**/.venv/**', '.venv-*/**', '**/.venv-*/**', '.tools/**', 'workers/**/.venv/**', '.nx/**', 'runs/**', 'reports/**', '.rstar/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -35,13 +35,15 @@ export class SglangAdapter implements EngineAdapter {
     private readonly url: string,
     private readonly retry: RetryPolicy = DEFAULT_RETRY,
     kind = 'sglang',
+    /** Bearer token sent with every request (the engine's `--api-key` / admin token), or null. */
+    private readonly apiKey: string | null = null,
   ) {
     this.url = url.replace(/\/+$/, '');
     this.kind = kind;
   }
 
   async serverInfo(): Promise<ServerInfo> {
-    const info = (await requestJson(this.id, this.url, '/get_server_info', {}, this.retry)) as Record<string, unknown> | null;
+    const info = (await requestJson(this.id, this.url, '/get_server_info', { apiKey: this.apiKey, }, this.retry)) as Record<string, unknown> | null;
     const internal = Array.isArray(info?.internal_states) ? (info.internal_states[0] as Record<string, unknown> | undefined) : undefined;
     const cap = info?.max_total_num_tokens ?? internal?.max_total_num_tokens ?? info?.kv_capacity_tokens;
     if (typeof cap !== 'number' || !(cap > 0)) {
@@ -66,7 +68,7 @@ export class SglangAdapter implements EngineAdapter {
     const onAbort = () => void this.abort(req.rid).catch(() => undefined);
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      const res = (await requestJson(this.id, this.url, '/generate', { body, signal }, this.retry)) as SglangGenerateResponse | null;
+      const res = (await requestJson(this.id, this.url, '/generate', { apiKey: this.apiKey,  body, signal }, this.retry)) as SglangGenerateResponse | null;
       const lp = res?.meta_info?.output_token_logprobs;
       if (!res || !Array.isArray(lp)) throw new EngineResponseError(this.id, '/generate answered without meta_info.output_token_logprobs');
       const tokenIds = Array.isArray(res.output_ids) && res.output_ids.length === lp.length ? res.output_ids : lp.map((e) => e[1]);
@@ -77,19 +79,19 @@ export class SglangAdapter implements EngineAdapter {
   }
 
   async abort(rid: string): Promise<void> {
-    await requestJson(this.id, this.url, '/abort_request', { body: { rid }, expectJson: false }, { ...this.retry, attempts: 1, timeoutMs: 5000 });
+    await requestJson(this.id, this.url, '/abort_request', { apiKey: this.apiKey,  body: { rid }, expectJson: false }, { ...this.retry, attempts: 1, timeoutMs: 5000 });
   }
 
   async updateWeights(path: string): Promise<void> {
-    const res = (await requestJson(this.id, this.url, '/update_weights_from_disk', { body: { model_path: path } }, this.retry)) as { success?: boolean; message?: string } | null;
+    const res = (await requestJson(this.id, this.url, '/update_weights_from_disk', { apiKey: this.apiKey,  body: { model_path: path } }, this.retry)) as { success?: boolean; message?: string } | null;
     if (res && res.success === false) throw new EngineResponseError(this.id, `weight update from ${path} failed: ${res.message ?? 'no message'}`);
   }
 
   async flushCache(): Promise<void> {
-    await requestJson(this.id, this.url, '/flush_cache', { method: 'POST', expectJson: false }, this.retry);
+    await requestJson(this.id, this.url, '/flush_cache', { apiKey: this.apiKey,  method: 'POST', expectJson: false }, this.retry);
   }
 
   health(): Promise<boolean> {
-    return probeHealth(this.id, this.url, this.retry);
+    return probeHealth(this.id, this.url, this.retry, this.apiKey);
   }
 }

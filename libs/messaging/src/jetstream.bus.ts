@@ -11,7 +11,8 @@ import {
   type JetStreamManager,
   type JsMsg,
 } from '@nats-io/jetstream';
-import type { EventType, RstarEvent } from '@rstar/contracts';
+import { RstarError, type EventType, type RstarEvent } from '@rstar/contracts';
+import type { EventSigner, EventVerifier, NatsAuth, NatsClientTls } from '@rstar/security';
 import { createLogger, gauge, type Logger } from '@rstar/telemetry';
 import type { BatchSubscribeOptions, BatchSubscriber, EventBus, RawPublisher, SubscribeOptions, Subscription } from './bus.port';
 import { JetStreamBatchSubscription } from './jetstream-batch.subscription';
@@ -20,6 +21,17 @@ import { backoffDelay, delay } from './backoff';
 import { deadLetterEvent, deliver, logDeadLetter } from './delivery';
 import { busSubjectOf, toBusSubject, toContractSubject } from './subjects';
 import { BusClosedError } from './in-process.bus';
+import { natsSecurityConnectOptions } from './nats-security.options';
+
+/**
+ * The stream is not there and this client may not create it (secured mode: only the control plane
+ * manages the stream). Retried by the caller until the control plane has created it.
+ */
+export class StreamMissingError extends RstarError {
+  constructor(stream: string) {
+    super('stream_missing', `stream ${stream} does not exist yet; in secured mode the control plane creates it (start control-plane, or run \`rstar security provision-stream\` as it)`, 'RSTAR_STREAM');
+  }
+}
 
 export interface JetStreamBusOptions {
   /** NATS server URL(s), e.g. `nats://127.0.0.1:4222`; a string may list several, comma-separated (a cluster). */
@@ -47,6 +59,21 @@ export interface JetStreamBusOptions {
   publishDeadlineMs?: number;
   /** Publishes in flight at once for an array publish (default 256). */
   publishWindow?: number;
+  /** Credentials of a secured NATS (nkey, user/password or JWT creds); none = an open server. */
+  auth?: NatsAuth | null;
+  /** TLS for the client connection (required when given). */
+  tls?: NatsClientTls | null;
+  /** Inbox prefix the client's subscribe permission allows (`_INBOX_<principal>`); default `_INBOX`. */
+  inboxPrefix?: string | null;
+  /**
+   * Create or update the stream at connect (default true). False in secured mode for every service but the
+   * control plane: the stream must exist, else connect throws {@link StreamMissingError}.
+   */
+  manageStream?: boolean;
+  /** Sign every published event with this producer's key (`meta.signature`). */
+  signer?: EventSigner | null;
+  /** Refuse (dead-letter) delivered events of the verifier's required types that are unsigned or wrongly signed. */
+  verifier?: EventVerifier | null;
   logger?: Logger;
 }
 
@@ -78,10 +105,18 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
   ) {
     this.prefix = opts.subjectPrefix ?? 'rstar';
     this.stream = opts.stream ?? 'RSTAR';
-    this.publisher = new JetStreamPublisher(nc, { deadlineMs: opts.publishDeadlineMs, log });
+    this.publisher = new JetStreamPublisher(nc, { deadlineMs: opts.publishDeadlineMs, log, inboxPrefix: opts.inboxPrefix ?? undefined });
   }
 
-  /** Connect (reconnecting forever afterwards) and ensure the stream exists. */
+  /** The verifier delivered events are checked with (secured mode), or null. */
+  get verifier(): EventVerifier | null {
+    return this.opts.verifier ?? null;
+  }
+
+  /**
+   * Connect (reconnecting forever afterwards) and ensure the stream exists (`manageStream`, the default), or
+   * check that it does (@throws StreamMissingError).
+   */
   static async connect(opts: JetStreamBusOptions): Promise<JetStreamBus> {
     if (!opts.servers || (Array.isArray(opts.servers) && !opts.servers.length)) {
       throw new Error('JetStreamBus: option "servers" is required (e.g. nats://127.0.0.1:4222)');
@@ -95,11 +130,27 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
       reconnectTimeWait: 250,
       // An Error (with a stack trace) per request costs ~25 µs per publish; publish errors name the event id anyway.
       noAsyncTraces: true,
+      ...natsSecurityConnectOptions(opts),
     });
-    const jsm = await jetstreamManager(nc);
-    const bus = new JetStreamBus(nc, jetstream(nc, { timeout: 5_000 }), jsm, opts, log);
-    await bus.ensureStream();
-    return bus;
+    try {
+      const jsm = await jetstreamManager(nc);
+      const bus = new JetStreamBus(nc, jetstream(nc, { timeout: 5_000 }), jsm, opts, log);
+      if (opts.manageStream === false) await bus.requireStream();
+      else await bus.ensureStream();
+      return bus;
+    } catch (e) {
+      await nc.close().catch(() => undefined);
+      throw e;
+    }
+  }
+
+  private async requireStream(): Promise<void> {
+    try {
+      await this.jsm.streams.info(this.stream);
+    } catch (e) {
+      if (/not found/i.test((e as Error).message)) throw new StreamMissingError(this.stream);
+      throw e;
+    }
   }
 
   private async ensureStream(): Promise<void> {
@@ -136,7 +187,8 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
   }
 
   async publish(events: RstarEvent | readonly RstarEvent[]): Promise<void> {
-    const list = (Array.isArray(events) ? events : [events]) as readonly RstarEvent[];
+    const given = (Array.isArray(events) ? events : [events]) as readonly RstarEvent[];
+    const list = this.opts.signer ? this.opts.signer.sign(given) : given;
     const window = this.opts.publishWindow ?? 256;
     let next = 0;
     const worker = async () => {
@@ -353,7 +405,7 @@ class JetStreamSubscription implements Subscription {
         subject: m.subject,
         deliveryCount: count,
         working: () => m.working(),
-      });
+      }, this.bus.verifier);
       if (outcome.kind === 'ack') m.ack();
       else if (outcome.kind === 'dead') {
         await this.bus.deadLetter(name, m, outcome.reason, outcome.field);

@@ -1,7 +1,8 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
-import { createEngines, EnginePool } from '@rstar/engines';
-import { BackgroundWorker, BusConnection, ReadinessRegistry, type Stoppable } from '@rstar/nest-runtime';
+import { createEngines, DEFAULT_RETRY, EnginePool } from '@rstar/engines';
+import { BackgroundWorker, BusConnection, ReadinessRegistry, SECURITY_SETTINGS, type Stoppable } from '@rstar/nest-runtime';
+import type { SecuritySettings } from '@rstar/security';
 import { Tokenizer } from '@rstar/policy';
 import { PolicyServingHandler } from '@rstar/rollouts';
 import type { PolicyServingEnv } from './policy-serving.config';
@@ -20,6 +21,7 @@ export class RolloutsWorker extends BackgroundWorker {
     private readonly bus: BusConnection,
     private readonly cfg: ConfigService<PolicyServingEnv, true>,
     registry: ReadinessRegistry,
+    @Inject(SECURITY_SETTINGS) private readonly security: SecuritySettings,
   ) {
     super('rollouts', registry);
     registry.register({
@@ -43,7 +45,7 @@ export class RolloutsWorker extends BackgroundWorker {
   protected async launch(): Promise<Stoppable> {
     const bus = await this.bus.ready();
     const cfg = this.cfg;
-    const adapters = createEngines(cfg.get('RSTAR_ENGINES', { infer: true }));
+    const adapters = createEngines(cfg.get('RSTAR_ENGINES', { infer: true }), DEFAULT_RETRY, { apiKey: this.security.engineApiKey });
     const compact = cfg.get('RSTAR_COMPACT_PROMPT', { infer: true });
     const pool = await EnginePool.create(adapters, cfg.get('RSTAR_SCHEDULER', { infer: true }), {
       onEngineState: (id, up, reason) => this.log.warn(up ? 'engine back in rotation' : 'engine out of rotation', { engineId: id, reason }),
