@@ -20,6 +20,7 @@ import { backoffDelay } from './backoff';
 import { deadLetterEvent, deliver, logDeadLetter } from './delivery';
 import { busSubjectOf, toBusSubject, toContractSubject } from './subjects';
 import { BusClosedError } from './in-process.bus';
+import { stampTraceparent } from './trace.propagation';
 
 export interface JetStreamBusOptions {
   /** NATS server URL(s), e.g. `nats://127.0.0.1:4222`. */
@@ -42,7 +43,8 @@ const lagGauge = () => gauge('rstar_consumer_lag', 'Messages published but not y
 /**
  * {@link EventBus} on NATS JetStream (ARCHITECTURE §4). At {@link JetStreamBus.connect} it ensures
  * the stream (file storage, subjects `<prefix>.>`, 2 min duplicate window). `publish` sets
- * `Nats-Msg-Id` = event id and the `traceparent` header, awaits the publish ack, and retries with
+ * `Nats-Msg-Id` = event id and the W3C `traceparent` (header and `meta.traceparent`, see
+ * {@link stampTraceparent}), awaits the publish ack, and retries with
  * backoff while the server is unreachable (the msg id makes a retried publish a no-op). Each
  * subscription is a durable pull consumer with explicit ack; because nats-server 2.9 allows one filter
  * subject per consumer, a subscription to one subject filters on it and any other filters on
@@ -107,6 +109,7 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
 
   async publish(events: RstarEvent | readonly RstarEvent[]): Promise<void> {
     const list = (Array.isArray(events) ? events : [events]) as readonly RstarEvent[];
+    for (const e of list) stampTraceparent(e);
     const window = this.opts.publishWindow ?? 256;
     let next = 0;
     const worker = async () => {
@@ -282,11 +285,13 @@ class JetStreamSubscription implements Subscription {
         m.term();
         return;
       }
-      const outcome = await deliver(m.data, this.types, this.opts.handler, {
-        subject: m.subject,
-        deliveryCount: count,
-        working: () => m.working(),
-      });
+      const outcome = await deliver(
+        m.data,
+        this.types,
+        this.opts.handler,
+        { subject: m.subject, deliveryCount: count, working: () => m.working() },
+        name,
+      );
       if (outcome.kind === 'ack') m.ack();
       else if (outcome.kind === 'dead') {
         await this.bus.deadLetter(name, m, outcome.reason, outcome.field);
