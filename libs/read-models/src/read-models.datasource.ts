@@ -1,4 +1,4 @@
-import { DataSource } from 'typeorm';
+import { DataSource, type MixedList, type EntitySchema, type MigrationInterface } from 'typeorm';
 import { RstarError } from '@rstar/contracts';
 import { GroupEntity } from './entities/group.entity';
 import { ProjectionCheckpointEntity } from './entities/projection-checkpoint.entity';
@@ -41,7 +41,24 @@ const SCHEMA_RE = /^[a-z_][a-z0-9_]{0,62}$/;
  * same DataSource with raw SQL (the projector).
  * @throws ReadModelsConfigError for a bad schema or a missing URL; the driver's error when Postgres does not answer.
  */
-export async function openReadModelsDataSource(opts: ReadModelsOptions): Promise<DataSource> {
+export function openReadModelsDataSource(opts: ReadModelsOptions): Promise<DataSource> {
+  return openArchiveDataSource({ ...opts, entities: READ_MODEL_ENTITIES, migrations: READ_MODEL_MIGRATIONS, migrationsTableName: 'read_model_migrations' });
+}
+
+/** What {@link openArchiveDataSource} opens: entities and migrations of one component, and its migrations table. */
+export interface ArchiveDataSourceOptions extends ReadModelsOptions {
+  entities: MixedList<Function | string | EntitySchema>;
+  migrations: Array<new () => MigrationInterface>;
+  /** Table recording the component's applied migrations (one per component, so each migrates on its own). */
+  migrationsTableName: string;
+}
+
+/**
+ * A typeorm DataSource beside the archive (its database and schema) for one component's entities, with
+ * its migrations applied by typeorm's runner under an advisory lock named after the migrations table.
+ * Used by the read models and by the Kafka export. @throws as {@link openReadModelsDataSource}.
+ */
+export async function openArchiveDataSource(opts: ArchiveDataSourceOptions): Promise<DataSource> {
   const schema = opts.schema ?? 'rstar';
   if (!SCHEMA_RE.test(schema)) throw new ReadModelsConfigError(`"schema" must match ${SCHEMA_RE} (a lowercase identifier), got "${schema}"`, 'schema');
   if (!opts.connectionString) throw new ReadModelsConfigError('"connectionString" is required (postgres://...)', 'connectionString');
@@ -49,9 +66,9 @@ export async function openReadModelsDataSource(opts: ReadModelsOptions): Promise
     type: 'postgres',
     url: opts.connectionString,
     schema,
-    entities: READ_MODEL_ENTITIES,
-    migrations: READ_MODEL_MIGRATIONS,
-    migrationsTableName: 'read_model_migrations',
+    entities: opts.entities,
+    migrations: opts.migrations,
+    migrationsTableName: opts.migrationsTableName,
     synchronize: false,
     logging: false,
     extra: { max: opts.poolSize ?? 4 },
@@ -62,12 +79,12 @@ export async function openReadModelsDataSource(opts: ReadModelsOptions): Promise
   const q = ds.createQueryRunner();
   try {
     await q.connect();
-    await q.query('SELECT pg_advisory_lock(hashtext($1))', [`rstar-read-models:${schema}`]);
+    await q.query('SELECT pg_advisory_lock(hashtext($1))', [`rstar-${opts.migrationsTableName}:${schema}`]);
     try {
       await q.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
       await ds.runMigrations({ transaction: 'each' });
     } finally {
-      await q.query('SELECT pg_advisory_unlock(hashtext($1))', [`rstar-read-models:${schema}`]).catch(() => undefined);
+      await q.query('SELECT pg_advisory_unlock(hashtext($1))', [`rstar-${opts.migrationsTableName}:${schema}`]).catch(() => undefined);
     }
   } catch (e) {
     await q.release().catch(() => undefined);
