@@ -12,3 +12,4 @@ export * from './event-store.module';
 export * from './metrics.module';
 export * from './background.worker';
 export * from './bootstrap';
+export * from './read-models.connection';
