@@ -128,7 +128,12 @@ describe('read models (typeorm) equal the in-memory projections of libs/replay',
     const more = await generateSyntheticRun({ runId: `late-${schema}`, seed: 3, steps: 1, promptsPerStep: 2, samples: 4, keep: 2, responseChars: 40 });
     await store.appendBatch(more);
     expect(await rm.projector().lag()).toBe(more.length);
+    // The resampler's restart set: a run with events the projector has not applied yet is included.
+    expect(await rm.openRunIds()).toContain(`late-${schema}`);
     expect(await rm.projector().catchUp()).toBe(more.length);
+    const open = await rm.openRunIds();
+    expect(open).toEqual(expect.arrayContaining(await rm.repository.runningRunIds()));
+    for (const runId of open) expect((await rm.repository.runSummary(runId))!.status).toBe('running');
     const ix = indexRun(more);
     expect(await rm.repository.stepTable(ix.runId)).toEqual(stepTable(ix));
     expect(await rm.repository.runSummary('no-such-run')).toBeNull();

@@ -29,6 +29,11 @@ export class ReadModels {
     return new ReadModels(await openReadModelsDataSource(opts), opts.schema ?? 'rstar');
   }
 
+  /** See {@link ReadModelRepository.openRunIds}: running runs and runs with events not projected yet. */
+  openRunIds(): Promise<string[]> {
+    return this.repository.openRunIds(this.schema);
+  }
+
   /** A projector over this archive (default checkpoint `read-models`). */
   projector(opts: Omit<ProjectorOptions, 'schema'> = {}): ReadModelProjector {
     return new ReadModelProjector(this.dataSource, { ...opts, schema: this.schema });
