@@ -1,4 +1,4 @@
-import { DataSource, type MixedList, type EntitySchema, type MigrationInterface } from 'typeorm';
+import { DataSource, MigrationExecutor, type MixedList, type EntitySchema, type MigrationInterface } from 'typeorm';
 import { RstarError } from '@rstar/contracts';
 import { GroupEntity } from './entities/group.entity';
 import { ProjectionCheckpointEntity } from './entities/projection-checkpoint.entity';
@@ -82,7 +82,10 @@ export async function openArchiveDataSource(opts: ArchiveDataSourceOptions): Pro
     await q.query('SELECT pg_advisory_lock(hashtext($1))', [`rstar-${opts.migrationsTableName}:${schema}`]);
     try {
       await q.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
-      await ds.runMigrations({ transaction: 'each' });
+      // On the connection holding the lock: a PGlite archive serves one connection at a time.
+      const migrations = new MigrationExecutor(ds, q);
+      migrations.transaction = 'each';
+      await migrations.executePendingMigrations();
     } finally {
       await q.query('SELECT pg_advisory_unlock(hashtext($1))', [`rstar-${opts.migrationsTableName}:${schema}`]).catch(() => undefined);
     }
