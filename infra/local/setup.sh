@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-time setup of a fresh machine (Debian/Ubuntu, as root, or with the system packages already present):
-# system packages (Postgres, NATS, bubblewrap), pnpm + node modules, and the sandbox's Python venv (.venv).
+# system packages (Postgres, NATS, bubblewrap, Java, Maven), pnpm + node modules, the sandbox's Python venv
+# (.venv), and Kafka's jars and a Jaeger binary under $RSTAR_TOOLS_DIR (the tracing and export tests).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
@@ -30,4 +31,6 @@ if [ "$have" != "$want" ]; then
 fi
 case "$want" in 3.1[2-9]) ;; *) echo "setup.sh: NOTE: the sandbox runs on Python $want; CPython >= 3.12 makes its calls cheaper (set RSTAR_SETUP_PYTHON)";; esac
 .venv/bin/python -m pip install -q --disable-pip-version-check -r infra/python/requirements.txt
+bash infra/local/install-kafka.sh
+bash infra/local/install-jaeger.sh
 echo "setup.sh: ready (node $(node --version), pnpm $(pnpm --version), $(.venv/bin/python --version))"

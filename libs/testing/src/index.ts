@@ -1,2 +1,3 @@
 export * from './until';
 export * from './local-server.process';
+export * from './missing-tool';
