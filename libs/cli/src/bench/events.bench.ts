@@ -5,6 +5,7 @@ import { EventStore } from '@rstar/event-store';
 import { Archiver } from '@rstar/runtime';
 import { JetStreamBus } from '@rstar/messaging';
 import { createLogger } from '@rstar/telemetry';
+import { observabilitySideBySide } from './observability.side-by-side';
 
 /**
  * `pnpm bench events [--events N] [--producers P] [--batch B]`: end-to-end events/s (publish on JetStream ->
@@ -14,6 +15,10 @@ import { createLogger } from '@rstar/telemetry';
  * events in a fresh table. Producers run as separate processes (as services do), the archiver in this
  * one (started by `pnpm bench` with `--max-semi-space-size=64`, as the control-plane runs). Servers: RSTAR_NATS_URL / RSTAR_DATABASE_URL, else the test servers. Uses a private schema and
  * stream, dropped at the end.
+ *
+ * Observability overhead, side by side in the same run (observability.side-by-side.ts): rounds plain,
+ * observed, observed, plain, observed = producers tracing over OTLP and the read-model projector running;
+ * `traced_ratio` = observed events/s over plain events/s (goal >= 0.85).
  */
 export async function run(args: string[]): Promise<object> {
   const n = intArg(args, '--events', 100_000);
@@ -109,6 +114,7 @@ export async function run(args: string[]): Promise<object> {
     await archBus.jsm.streams.delete(archBus.stream).catch(() => undefined);
     await archBus.close();
     await store.close();
+    const observability = await observabilitySideBySide({ n, producers, batch, pgUrl, natsUrl, tag, runId, progress, quiet, dropSchemas });
     const ceiling = (ceilingBefore + (await ceilingRun('after'))) / 2;
     return {
       bench: 'events',
@@ -121,6 +127,7 @@ export async function run(args: string[]): Promise<object> {
       batch,
       producer_cpu_us_per_event: Number(producerUsPerEvent.toFixed(1)),
       archiver_cpu_us_per_event: Number(archiverUsPerEvent.toFixed(1)),
+      ...observability,
     };
   } finally {
     const c = new Client({ connectionString: pgUrl });
@@ -130,7 +137,8 @@ export async function run(args: string[]): Promise<object> {
   }
 }
 
-function makeEvents(runId: string, n: number, from = 0): RstarEvent[] {
+/** The bench's events [from, n) of one run: ToolCallCompleted of ~1 KB, spread over 512 x 32 rollouts. */
+export function makeEvents(runId: string, n: number, from = 0): RstarEvent[] {
   const stdout = 'x'.repeat(560);
   return Array.from({ length: n - from }, (_, k) => {
     const i = from + k;
