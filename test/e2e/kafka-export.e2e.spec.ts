@@ -25,7 +25,7 @@ describe.skipIf(missing)('Kafka export: control-plane SIGKILLed mid-stream and t
   let store: EventStore | undefined;
   let cp: ServiceProcess | undefined;
   const runId = 'kafka-e2e-run';
-  let archived: RstarEvent[] = [];
+  const archived: RstarEvent[] = [];
 
   const exported = async (): Promise<number> => {
     try {
