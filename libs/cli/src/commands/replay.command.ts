@@ -122,7 +122,7 @@ function sources(cmd: Command): Command {
 }
 
 /**
- * `rstar replay show|verify|rerun RUN`: rebuild a recorded run from its events (issue 8).
+ * `rstar replay show|verify|rerun RUN`: rebuild a recorded run from its events.
  * - `show RUN [--step N] [--group ID] [--rollout ID] [--json]`: run summary and step table; a step's
  *   group table; a group's table (from the read models of an archive, from the events of a `--history`);
  *   a rollout's transcript (turns, tool calls with code and output, reward and grader rule; from its events).
