@@ -1,4 +1,4 @@
-import { DataSource, MigrationExecutor, type MixedList, type EntitySchema, type MigrationInterface } from 'typeorm';
+import { DataSource, MigrationExecutor, type DataSourceOptions, type MigrationInterface } from 'typeorm';
 import { RstarError } from '@rstar/contracts';
 import { GroupEntity } from './entities/group.entity';
 import { ProjectionCheckpointEntity } from './entities/projection-checkpoint.entity';
@@ -47,7 +47,7 @@ export function openReadModelsDataSource(opts: ReadModelsOptions): Promise<DataS
 
 /** What {@link openArchiveDataSource} opens: entities and migrations of one component, and its migrations table. */
 export interface ArchiveDataSourceOptions extends ReadModelsOptions {
-  entities: MixedList<Function | string | EntitySchema>;
+  entities: NonNullable<DataSourceOptions['entities']>;
   migrations: Array<new () => MigrationInterface>;
   /** Table recording the component's applied migrations (one per component, so each migrates on its own). */
   migrationsTableName: string;
