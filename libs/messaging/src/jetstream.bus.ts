@@ -16,14 +16,14 @@ import { createLogger, gauge, type Logger } from '@rstar/telemetry';
 import type { BatchSubscribeOptions, BatchSubscriber, EventBus, RawPublisher, SubscribeOptions, Subscription } from './bus.port';
 import { JetStreamBatchSubscription } from './jetstream-batch.subscription';
 import { JetStreamPublisher } from './jetstream.publisher';
-import { backoffDelay } from './backoff';
+import { backoffDelay, delay } from './backoff';
 import { deadLetterEvent, deliver, logDeadLetter } from './delivery';
 import { busSubjectOf, toBusSubject, toContractSubject } from './subjects';
 import { BusClosedError } from './in-process.bus';
 import { stampTraceparent } from './trace.propagation';
 
 export interface JetStreamBusOptions {
-  /** NATS server URL(s), e.g. `nats://127.0.0.1:4222`. */
+  /** NATS server URL(s), e.g. `nats://127.0.0.1:4222`; a string may list several, comma-separated (a cluster). */
   servers: string | string[];
   /** Stream name (default `RSTAR`). */
   stream?: string;
@@ -31,6 +31,19 @@ export interface JetStreamBusOptions {
   subjectPrefix?: string;
   /** Connection name shown by the server (default `rstar`). */
   name?: string;
+  /**
+   * Copies of the stream kept by a NATS cluster (1..5; 3 survives losing one node). Set: the stream is
+   * created with it and an existing stream with another count is updated to it. Unset: a new stream gets
+   * one copy and an existing stream is left as it is (a client never scales down what services set up).
+   */
+  replicas?: number;
+  /**
+   * Upper bound of the stream's size in bytes (each replica holds a full copy): past it the oldest
+   * messages are dropped. The archive is the record and the stream its buffer, so this bounds how far the
+   * archiver may fall behind (docs/deploy.md sizes it). Set: applied at create and update. Unset: no limit
+   * on a new stream, an existing stream's limit left alone.
+   */
+  maxBytes?: number;
   /** Give up a publish after retrying this long, in ms (default 120 s, the duplicate window). */
   publishDeadlineMs?: number;
   /** Publishes in flight at once for an array publish (default 256). */
@@ -42,7 +55,8 @@ const lagGauge = () => gauge('rstar_consumer_lag', 'Messages published but not y
 
 /**
  * {@link EventBus} on NATS JetStream (ARCHITECTURE §4). At {@link JetStreamBus.connect} it ensures
- * the stream (file storage, subjects `<prefix>.>`, 2 min duplicate window). `publish` sets
+ * the stream (file storage, subjects `<prefix>.>`, 2 min duplicate window, `replicas` copies on a
+ * cluster; durable consumers inherit the stream's replica count). `publish` sets
  * `Nats-Msg-Id` = event id and the W3C `traceparent` (header and `meta.traceparent`, see
  * {@link stampTraceparent}), awaits the publish ack, and retries with
  * backoff while the server is unreachable (the msg id makes a retried publish a no-op). Each
@@ -75,8 +89,9 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
       throw new Error('JetStreamBus: option "servers" is required (e.g. nats://127.0.0.1:4222)');
     }
     const log = opts.logger ?? createLogger('jetstream-bus');
+    const servers = (Array.isArray(opts.servers) ? opts.servers : opts.servers.split(',')).map((s) => s.trim()).filter(Boolean);
     const nc = await connect({
-      servers: opts.servers,
+      servers,
       name: opts.name ?? 'rstar',
       maxReconnectAttempts: -1,
       reconnectTimeWait: 250,
@@ -91,11 +106,24 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
 
   private async ensureStream(): Promise<void> {
     const subject = `${this.prefix}.>`;
+    const replicas = this.opts.replicas;
+    if (replicas !== undefined && !(Number.isInteger(replicas) && replicas >= 1 && replicas <= 5)) {
+      throw new Error(`JetStreamBus: option "replicas" must be an integer 1..5 (NATS's limit), got ${replicas}`);
+    }
+    const maxBytes = this.opts.maxBytes;
+    if (maxBytes !== undefined && !(Number.isSafeInteger(maxBytes) && maxBytes > 0)) {
+      throw new Error(`JetStreamBus: option "maxBytes" must be a positive integer of bytes, got ${maxBytes}`);
+    }
     try {
       const info = await this.jsm.streams.info(this.stream);
-      if (!info.config.subjects?.includes(subject)) {
-        await this.jsm.streams.update(this.stream, { subjects: [...(info.config.subjects ?? []), subject] });
+      const update: { subjects?: string[]; num_replicas?: number; max_bytes?: number } = {};
+      if (!info.config.subjects?.includes(subject)) update.subjects = [...(info.config.subjects ?? []), subject];
+      if (replicas !== undefined && info.config.num_replicas !== replicas) {
+        this.log.info('changing the stream\'s replicas', { stream: this.stream, from: info.config.num_replicas, to: replicas });
+        update.num_replicas = replicas;
       }
+      if (maxBytes !== undefined && info.config.max_bytes !== maxBytes) update.max_bytes = maxBytes;
+      if (update.subjects || update.num_replicas || update.max_bytes) await this.jsm.streams.update(this.stream, update);
     } catch (e) {
       if (!/not found/i.test((e as Error).message)) throw e;
       await this.jsm.streams.add({
@@ -103,6 +131,8 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
         subjects: [subject],
         storage: StorageType.File,
         duplicate_window: nanos(120_000),
+        num_replicas: replicas ?? 1,
+        ...(maxBytes !== undefined ? { max_bytes: maxBytes } : {}),
       });
     }
   }
@@ -215,6 +245,43 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
       }
     }
     return missing;
+  }
+
+  /**
+   * Resolves once durable consumer `durable` has acked every message the stream held when this was
+   * called (its ack floor reached the stream's last sequence). A reader that rebuilds state from the
+   * archive calls it with the archiver's durable first: events its own consumer acked before a restart
+   * may still be on their way to Postgres (an archiver behind after a Postgres restart), and reading
+   * before they land would lose them. Polls with backoff (250 ms doubling to 5 s) while the consumer is
+   * behind, missing, or the cluster cannot answer; `onWait` is called on each wait with the reason.
+   * With `resolveIfMissing`, a durable the stream does not have (the stream answered, the consumer is not
+   * found) counts as caught up: no such consumer ever ran here, so nothing of it is on its way anywhere
+   * (a reader started before the archiver's first start must not wait for it forever).
+   * @throws Error after `timeoutMs` (default: no limit), naming the consumer and how far it got.
+   */
+  async waitForConsumer(durable: string, opts: { timeoutMs?: number; onWait?: (reason: string) => void; resolveIfMissing?: boolean } = {}): Promise<void> {
+    const t0 = Date.now();
+    let target: number | null = null;
+    for (let attempt = 1; ; attempt++) {
+      let reason: string;
+      try {
+        target ??= (await this.jsm.streams.info(this.stream)).state.last_seq;
+        const info = await this.jsm.consumers.info(this.stream, durable).catch((e: Error) => {
+          if (opts.resolveIfMissing && /consumer not found/i.test(e.message)) return null;
+          throw e;
+        });
+        if (info === null) return;
+        // Past the target, or nothing left to deliver or ack (a filtered consumer's ack floor stops at the
+        // last message it matches, which may sit below the stream's last sequence).
+        if (info.ack_floor.stream_seq >= target || (info.num_pending === 0 && info.num_ack_pending === 0)) return;
+        reason = `consumer ${durable} has acked up to stream sequence ${info.ack_floor.stream_seq} of ${target}`;
+      } catch (e) {
+        reason = `consumer ${durable} not readable yet: ${(e as Error).message}`;
+      }
+      if (opts.timeoutMs !== undefined && Date.now() - t0 > opts.timeoutMs) throw new Error(`waited ${opts.timeoutMs} ms for ${reason}`);
+      opts.onWait?.(reason);
+      await delay(backoffDelay(attempt, 250, 5_000));
+    }
   }
 
   /** @internal Publish the dead letter, then the caller terms the message. */

@@ -6,7 +6,7 @@ import { SERVICE_NAME } from './service-identity';
 
 /**
  * The JetStream bus of a service ({@link BusConnection}), configured from the validated settings
- * `RSTAR_NATS_URL`, `RSTAR_STREAM`, `RSTAR_SUBJECT_PREFIX` (see `baseServiceEnv`). Global.
+ * `RSTAR_NATS_URL`, `RSTAR_STREAM`, `RSTAR_SUBJECT_PREFIX`, `RSTAR_STREAM_REPLICAS`, `RSTAR_STREAM_MAX_BYTES` (see `baseServiceEnv`). Global.
  */
 @Global()
 @Module({})
@@ -24,6 +24,8 @@ export class BusModule {
                 servers: String(cfg.get('RSTAR_NATS_URL')).split(',').map((s) => s.trim()).filter(Boolean),
                 stream: cfg.get('RSTAR_STREAM'),
                 subjectPrefix: cfg.get('RSTAR_SUBJECT_PREFIX'),
+                replicas: cfg.get('RSTAR_STREAM_REPLICAS'),
+                maxBytes: cfg.get('RSTAR_STREAM_MAX_BYTES'),
                 name: service,
               },
               registry,

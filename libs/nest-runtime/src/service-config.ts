@@ -26,7 +26,7 @@ export const intVar = (dflt: number, min: number, fix: string) => z.coerce.numbe
 /**
  * The settings every service reads: `PORT`, `HOST` (default 0.0.0.0, as a container needs), and the bus:
  * `RSTAR_NATS_URL` (comma-separated servers), `RSTAR_STREAM` / `RSTAR_SUBJECT_PREFIX` (isolation of several
- * deployments on one NATS).
+ * deployments on one NATS), `RSTAR_STREAM_REPLICAS` (the stream's copies on a NATS cluster), `RSTAR_STREAM_MAX_BYTES` (its size bound).
  */
 export const baseServiceEnv = (defaultPort: number) =>
   z.object({
@@ -35,6 +35,12 @@ export const baseServiceEnv = (defaultPort: number) =>
     RSTAR_NATS_URL: z.string().min(1).default('nats://127.0.0.1:4222').describe('the NATS server URL(s), comma-separated, e.g. nats://127.0.0.1:4222'),
     RSTAR_STREAM: optionalVar('the JetStream stream name (default RSTAR)'),
     RSTAR_SUBJECT_PREFIX: optionalVar('the subject prefix (default rstar)'),
+    RSTAR_STREAM_REPLICAS: z
+      .preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(1).max(5).optional())
+      .describe('the copies of the stream on a NATS cluster, an integer 1..5 (3 on a 3-node cluster; unset on one server)'),
+    RSTAR_STREAM_MAX_BYTES: z
+      .preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().positive().optional())
+      .describe('the stream\'s size bound in bytes, a positive integer (e.g. 150000000000; unset for no limit)'),
   });
 
 /** The archive settings of a service that reads or writes it. */

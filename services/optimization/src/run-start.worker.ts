@@ -29,6 +29,9 @@ export class RunStartWorker extends BackgroundWorker {
       engines: createEngines(this.cfg.get('RSTAR_ENGINES', { infer: true })),
       checkpointRoot: this.cfg.get('RSTAR_CHECKPOINT_DIR', { infer: true }),
       durable: this.cfg.get('RSTAR_RUNS_DURABLE', { infer: true }),
+      // A run resumes from the archive: first let control-plane's archiver (durable `archiver`) store what
+      // the stages published, which may lag after a Postgres restart.
+      archiveCaughtUp: (working) => bus.waitForConsumer('archiver', { resolveIfMissing: true, onWait: () => working() }),
       log: (msg, fields) => this.log.info(msg, fields),
     });
     await consumer.start();
