@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-time setup of a fresh machine (Debian/Ubuntu, as root, or with the system packages already present):
-# system packages (Postgres, NATS, bubblewrap), pnpm + node modules, the sandbox's Python venv (.venv), and the
-# infrastructure tests' tools (.tools: hadolint, kustomize).
+# system packages (Postgres, NATS, bubblewrap, Java, Maven), pnpm + node modules, the sandbox's Python venv
+# (.venv), the infrastructure tests' tools (.tools: hadolint, kustomize), and Kafka's jars and a Jaeger
+# binary under $RSTAR_TOOLS_DIR (the tracing and export tests).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
@@ -38,4 +39,6 @@ if [ "$have_dev" != "$want" ]; then rm -rf .venv-dev; "$py" -m venv .venv-dev; f
 .venv-dev/bin/python -m pip install -q --disable-pip-version-check -r infra/python/requirements-dev.txt
 # hadolint and kustomize for the Dockerfile and manifest tests (test/infra).
 bash infra/local/install-infra-tools.sh
+bash infra/local/install-kafka.sh
+bash infra/local/install-jaeger.sh
 echo "setup.sh: ready (node $(node --version), pnpm $(pnpm --version), $(.venv/bin/python --version))"

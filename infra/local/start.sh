@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Starts Postgres and a JetStream-enabled NATS on loopback unless they already answer.
+# Starts Postgres and a JetStream-enabled NATS on loopback unless they already answer, and with
+# RSTAR_WITH="jaeger kafka" (either or both) Jaeger (OTLP on 4318, UI/API on 16686) and a Kafka broker
+# (9092) in the background for local runs (tests start their own on free ports).
 # Records what it started in $RSTAR_STATE_DIR so stop.sh stops only that.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"; . "$here/env.sh"
@@ -45,5 +47,20 @@ else
   port_open "$RSTAR_NATS_PORT" || { echo "start.sh: nats-server did not start, see $RSTAR_STATE_DIR/nats.log" >&2; exit 1; }
   echo "start.sh: NATS (JetStream) started on 127.0.0.1:$RSTAR_NATS_PORT"
 fi
+start_bg() { # name port script
+  if port_open "$2"; then echo "start.sh: $1 already answers on $2"; return; fi
+  nohup bash "$here/$3" >"$RSTAR_STATE_DIR/$1.log" 2>&1 &
+  echo $! > "$RSTAR_STATE_DIR/$1.pid"
+  for _ in $(seq 1 600); do port_open "$2" && break; sleep 0.2; done
+  port_open "$2" || { echo "start.sh: $1 did not start, see $RSTAR_STATE_DIR/$1.log" >&2; exit 1; }
+  echo "start.sh: $1 started on 127.0.0.1:$2"
+}
+for extra in ${RSTAR_WITH:-}; do
+  case "$extra" in
+    jaeger) start_bg jaeger "$RSTAR_JAEGER_QUERY_PORT" jaeger.sh; echo "export OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$RSTAR_JAEGER_OTLP_PORT";;
+    kafka) start_bg kafka "$RSTAR_KAFKA_PORT" kafka.sh; echo "export RSTAR_KAFKA_BROKERS=127.0.0.1:$RSTAR_KAFKA_PORT";;
+    *) echo "start.sh: RSTAR_WITH names jaeger and kafka, got \"$extra\"" >&2; exit 1;;
+  esac
+done
 echo "export RSTAR_TEST_DATABASE_URL=postgres://rstar:rstar@127.0.0.1:$RSTAR_PG_PORT/rstar_test"
 echo "export RSTAR_TEST_NATS_URL=nats://127.0.0.1:$RSTAR_NATS_PORT"

@@ -30,7 +30,11 @@ describe('service start: late dependencies, bad settings, port clashes', () => {
     });
     await svc.start();
     stops.push(() => svc.stop());
-    const before = await ready(svc.opts.port);
+    // Postgres (and the migrations run on it) may take a moment on a loaded host: wait for it, NATS stays down.
+    const before = await until(async () => {
+      const r = await ready(svc.opts.port);
+      return r.body.details?.postgres?.status === 'up' ? r : null;
+    }, 'resampling to reach Postgres', { timeoutMs: 90_000 });
     expect(before.status).toBe(503);
     expect(before.body.error.nats).toMatchObject({ status: 'down' });
     expect(before.body.details.postgres).toMatchObject({ status: 'up' });

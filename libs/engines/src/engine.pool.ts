@@ -3,6 +3,7 @@ import { RolloutScheduler, type Lease } from './scheduler/rollout.scheduler';
 import type { SchedulingPolicy } from './scheduler/engine.picker';
 import { EngineContextExceededError, EngineUnavailableError, NoEngineError } from './engine.errors';
 import type { EngineAdapter } from './engine.port';
+import { forgetPoolMetrics, registerPoolMetrics } from './engine-pool.metrics';
 
 /** Options of the pool. */
 export interface EnginePoolOptions {
@@ -44,6 +45,7 @@ export class EnginePool {
       this.byId.set(a.id, a);
       this.inflight.set(a.id, new Set());
     }
+    registerPoolMetrics(scheduler);
     const every = opts.probeIntervalMs ?? 2000;
     this.probe = every > 0 ? setInterval(() => void this.probeDown(), every) : null;
     this.probe?.unref();
@@ -118,6 +120,7 @@ export class EnginePool {
   /** Stop probing and fail every waiter. */
   close(): void {
     if (this.probe) clearInterval(this.probe);
+    forgetPoolMetrics(this.scheduler);
     for (const [r, w] of this.waiters) {
       clearTimeout(w.timer);
       w.reject(new NoEngineError(`engine pool closed while rollout ${r} waited for an engine`));

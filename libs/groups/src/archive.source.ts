@@ -3,6 +3,7 @@ import type { ResamplingEventSource } from './resampling.handler';
 
 /** The part of the event archive the resampler's restart needs (EventStore satisfies it). */
 export interface RunArchive<P = unknown> {
+  /** Runs with their status (used when {@link OpenRunsOptions.runs} is not given). */
   listRuns(opts?: { limit?: number }): Promise<Array<{ runId: string; status: 'running' | 'completed' | 'failed' }>>;
   readRun(runId: string, opts: { after?: P; limit?: number; types?: readonly EventType[] }): Promise<{ events: RstarEvent[]; last: P }>;
 }
@@ -18,17 +19,30 @@ async function readAllOfRun<P>(archive: RunArchive<P>, runId: string, types: rea
   }
 }
 
+/** Options of {@link openRunsSource}. */
+export interface OpenRunsOptions {
+  /**
+   * The runs that may have open groups, from a query (the read models' `runs` table plus the runs with
+   * events not projected yet: `ReadModels.openRunIds`). Without it the archive's run list is used, which
+   * groups every event by run.
+   */
+  runs?: () => Promise<string[]>;
+  /** Most recent runs looked at when `runs` is not given (default 1000). */
+  maxRuns?: number;
+}
+
 /**
  * The resampling service's restart source: the events of the runs still running (a finished run has no
- * open group), each read with the archive's per-run index — never a scan of the whole log.
- * `maxRuns` bounds how many recent runs are looked at (default 1000).
+ * open group), each read with the archive's per-run index — one query per run, never a scan of the log.
  */
-export function openRunsSource<P>(archive: RunArchive<P>, maxRuns = 1000): ResamplingEventSource {
+export function openRunsSource<P>(archive: RunArchive<P>, opts: OpenRunsOptions = {}): ResamplingEventSource {
   return {
     async readEvents(types) {
-      const runs = (await archive.listRuns({ limit: maxRuns })).filter((r) => r.status === 'running');
+      const runs = opts.runs
+        ? await opts.runs()
+        : (await archive.listRuns({ limit: opts.maxRuns ?? 1000 })).filter((r) => r.status === 'running').map((r) => r.runId);
       const out: RstarEvent[] = [];
-      for (const r of runs) out.push(...(await readAllOfRun(archive, r.runId, types)));
+      for (const runId of runs) out.push(...(await readAllOfRun(archive, runId, types)));
       return out;
     },
   };

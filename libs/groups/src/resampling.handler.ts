@@ -1,6 +1,10 @@
 import { makeEvent, streams, type EventType, type RstarEvent } from '@rstar/contracts';
 import type { EventBus, Subscription } from '@rstar/messaging';
+import { counter, gauge } from '@rstar/telemetry';
 import { GroupCollector, type GroupDecision, type GroupPolicy } from './group.collector';
+
+const resampled = () => counter('rstar_groups_resampled_total', 'Groups decided by GRPO-RoC, per run and outcome (kept, all_equal, timeout)', ['run', 'outcome']);
+const openGroups = () => gauge('rstar_groups_open', 'Groups still collecting their rollouts in this resampler');
 
 /** Read access to the archived events, to rebuild the resampler's state after a restart. */
 export interface ResamplingEventSource {
@@ -97,7 +101,11 @@ export class ResamplingHandler {
     const decisions = this.collector.decisions(nowMs);
     if (decisions.length === 0) return;
     await this.bus.publish(decisions.map(toEvent));
-    for (const d of decisions) this.collector.markPublished(d.data.groupId);
+    for (const d of decisions) {
+      this.collector.markPublished(d.data.groupId);
+      resampled().inc({ run: d.runId, outcome: d.data.groupDropped ?? 'kept' });
+    }
+    openGroups().set(this.collector.open);
   }
 }
 

@@ -7,8 +7,9 @@ import {
   type RstarEvent,
 } from '@rstar/contracts';
 import type { EventVerifier } from '@rstar/security';
-import type { Logger } from '@rstar/telemetry';
+import { failSpan, inSpan, SpanKind, type Logger } from '@rstar/telemetry';
 import { PermanentError, type DeliveryContext, type EventHandler } from './bus.port';
+import { eventAttributes } from './trace.propagation';
 
 /** What the transport does with a message after its handler ran (STYLE rule 3: mapped once, here). */
 export type DeliveryOutcome =
@@ -23,12 +24,17 @@ export type DeliveryOutcome =
  * subscription did not ask for is acked without calling the handler. With a `verifier`, an event of a
  * type it requires signed (`PolicyUpdated`, `RunStarted`) that is unsigned or wrongly signed is
  * dead-lettered (field `meta.signature`, the reason naming the event) and never reaches the handler.
+ *
+ * The handler runs inside a consumer span `process <type>`, a child of the span the event's
+ * `meta.traceparent` names (a new trace when it names none), so every event the handler publishes and
+ * every span it starts continues the event's trace. A failed delivery marks the span as an error.
  */
 export async function deliver(
   payload: string | Uint8Array,
   types: ReadonlySet<string>,
   handler: EventHandler<any>,
   ctx: DeliveryContext,
+  consumer = '',
   verifier?: EventVerifier | null,
 ): Promise<DeliveryOutcome> {
   const parsed = parsePayload(payload);
@@ -40,15 +46,24 @@ export async function deliver(
     const check = verifier.verify(JSON.parse(typeof payload === 'string' ? payload : new TextDecoder().decode(payload)));
     if (!check.ok) return { kind: 'dead', reason: `${check.code}: ${check.reason}`, field: 'meta.signature' };
   }
-  try {
-    await handler(event, ctx);
-    return { kind: 'ack' };
-  } catch (e) {
-    if (e instanceof PermanentError || e instanceof ContractError) {
-      return { kind: 'dead', reason: `${e.code}: ${e.message}`, field: e.field };
+  const attributes = eventAttributes(event, {
+    'messaging.operation.type': 'process',
+    'messaging.destination.name': ctx.subject,
+    'messaging.consumer.group.name': consumer,
+    'messaging.message.delivery_count': ctx.deliveryCount,
+  });
+  return inSpan(`process ${event.type}`, { kind: SpanKind.CONSUMER, parent: event.meta.traceparent, attributes }, async (span) => {
+    try {
+      await handler(event, ctx);
+      return { kind: 'ack' } as const;
+    } catch (e) {
+      failSpan(span, e);
+      if (e instanceof PermanentError || e instanceof ContractError) {
+        return { kind: 'dead', reason: `${e.code}: ${e.message}`, field: e.field } as const;
+      }
+      return { kind: 'retry', error: e } as const;
     }
-    return { kind: 'retry', error: e };
-  }
+  });
 }
 
 /** Parse and validate a payload; an invalid or unknown one maps to the dead-letter outcome naming the field. */

@@ -4,6 +4,7 @@ import type { EventBus, RawPublisher, SubscribeOptions, Subscription } from './b
 import { backoffDelay } from './backoff';
 import { deadLetterEvent, deliver, logDeadLetter } from './delivery';
 import { busSubjectOf, toBusSubject, toContractSubject } from './subjects';
+import { stampTraceparent } from './trace.propagation';
 
 /** The bus was closed; publish and subscribe are refused. */
 export class BusClosedError extends Error {
@@ -70,6 +71,7 @@ export class InProcessBus implements EventBus, RawPublisher {
   /** Append events to the stream (dropping ids already seen in the window) and wake the consumers. */
   async publish(events: RstarEvent | readonly RstarEvent[]): Promise<void> {
     const list = (Array.isArray(events) ? events : [events]) as readonly RstarEvent[];
+    for (const e of list) stampTraceparent(e);
     for (const e of list) this.append(busSubjectOf(this.prefix, e.type as EventType), JSON.stringify(e), e.id);
     this.wake();
   }
@@ -331,7 +333,7 @@ class InProcessSubscription implements Subscription {
       },
     };
     void Promise.resolve()
-      .then(() => deliver(m.payload, this.types, this.opts.handler, ctx))
+      .then(() => deliver(m.payload, this.types, this.opts.handler, ctx, this.c.name))
       .then((outcome) => {
         clearTimeout(ackTimer);
         if (!current()) return;

@@ -8,3 +8,4 @@ export * from './jetstream.publisher';
 export * from './service.env';
 export * from './service.lifecycle';
 export * from './nats-security.options';
+export * from './trace.propagation';

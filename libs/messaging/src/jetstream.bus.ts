@@ -21,6 +21,7 @@ import { backoffDelay, delay } from './backoff';
 import { deadLetterEvent, deliver, logDeadLetter } from './delivery';
 import { busSubjectOf, toBusSubject, toContractSubject } from './subjects';
 import { BusClosedError } from './in-process.bus';
+import { stampTraceparent } from './trace.propagation';
 import { natsSecurityConnectOptions } from './nats-security.options';
 
 /**
@@ -83,7 +84,8 @@ const lagGauge = () => gauge('rstar_consumer_lag', 'Messages published but not y
  * {@link EventBus} on NATS JetStream (ARCHITECTURE §4). At {@link JetStreamBus.connect} it ensures
  * the stream (file storage, subjects `<prefix>.>`, 2 min duplicate window, `replicas` copies on a
  * cluster; durable consumers inherit the stream's replica count). `publish` sets
- * `Nats-Msg-Id` = event id and the `traceparent` header, awaits the publish ack, and retries with
+ * `Nats-Msg-Id` = event id and the W3C `traceparent` (header and `meta.traceparent`, see
+ * {@link stampTraceparent}), awaits the publish ack, and retries with
  * backoff while the server is unreachable (the msg id makes a retried publish a no-op). Each
  * subscription is a durable pull consumer with explicit ack; because nats-server 2.9 allows one filter
  * subject per consumer, a subscription to one subject filters on it and any other filters on
@@ -188,6 +190,8 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
 
   async publish(events: RstarEvent | readonly RstarEvent[]): Promise<void> {
     const given = (Array.isArray(events) ? events : [events]) as readonly RstarEvent[];
+    // The trace context is stamped before signing: the signature covers meta.traceparent too.
+    for (const e of given) stampTraceparent(e);
     const list = this.opts.signer ? this.opts.signer.sign(given) : given;
     const window = this.opts.publishWindow ?? 256;
     let next = 0;
@@ -401,11 +405,14 @@ class JetStreamSubscription implements Subscription {
         m.term();
         return;
       }
-      const outcome = await deliver(m.data, this.types, this.opts.handler, {
-        subject: m.subject,
-        deliveryCount: count,
-        working: () => m.working(),
-      }, this.bus.verifier);
+      const outcome = await deliver(
+        m.data,
+        this.types,
+        this.opts.handler,
+        { subject: m.subject, deliveryCount: count, working: () => m.working() },
+        name,
+        this.bus.verifier,
+      );
       if (outcome.kind === 'ack') m.ack();
       else if (outcome.kind === 'dead') {
         await this.bus.deadLetter(name, m, outcome.reason, outcome.field);

@@ -2,7 +2,7 @@ import { ConsoleLogger, type DynamicModule, type INestApplication, type Type } f
 import { ConfigService } from '@nestjs/config';
 import { NestFactory } from '@nestjs/core';
 import { RstarError } from '@rstar/contracts';
-import { createLogger } from '@rstar/telemetry';
+import { createLogger, startTracing } from '@rstar/telemetry';
 import { ServiceConfigError } from './service-config';
 
 /** The port a service was told to use is taken; the message says by whom and the fix. */
@@ -71,12 +71,16 @@ export async function startService(module: Type | DynamicModule, service: string
 }
 
 /**
- * A service's `main`: builds the root module (`module()`, which validates the settings), {@link startService}, then one JSON line `{"event":"listening",...}` on stdout (and
+ * A service's `main`: OpenTelemetry ({@link startTracing}: configured by the `OTEL_*` variables; a no-op
+ * when the service's `tracing.ts` already started it, as it should, before http, express and pg load),
+ * then builds the root module (`module()`, which validates the settings), {@link startService}, then one
+ * JSON line `{"event":"listening",...}` on stdout (and
  * `{"event":"stopped",...}` when it exits).
  * A bad setting or a taken port ends the process with code 2 and one error line naming the variable and
  * the fix; dependencies that are not up yet never end it (they are retried, see `Dependency`).
  */
 export async function runService(module: () => Type | DynamicModule, service: string): Promise<void> {
+  startTracing(service);
   const log = createLogger(service);
   try {
     const { url } = await startService(module(), service);

@@ -17,3 +17,4 @@ export * from './auth/security.settings.provider';
 export * from './auth/require-scope.decorator';
 export * from './auth/api-token.guard';
 export * from './auth/security.module';
+export * from './read-models.connection';

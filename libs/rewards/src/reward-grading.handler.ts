@@ -1,7 +1,7 @@
 import { makeEvent, streams, type EventData, type RstarEvent } from '@rstar/contracts';
 import { gradeAsync, warmUp, type SymbolicBackend } from '@rstar/grader';
 import type { EventBus, Subscription } from '@rstar/messaging';
-import { counter, histogram } from '@rstar/telemetry';
+import { counter, histogram, inSpan } from '@rstar/telemetry';
 
 /** Options of {@link RewardGradingHandler}. */
 export interface RewardGradingOptions {
@@ -16,6 +16,7 @@ export interface RewardGradingOptions {
 }
 
 const rewards = () => counter('rstar_rewards_total', 'Rewards assigned, by reward and deciding rule', ['reward', 'rule']);
+const graded = () => counter('rstar_rollouts_graded_total', 'Rollouts graded, per run and reward (pass rate = reward 1 / all)', ['run', 'reward']);
 const gradeSeconds = () =>
   histogram('rstar_grade_seconds', 'Time to grade one rollout', [], [0.0005, 0.001, 0.005, 0.02, 0.1, 0.5, 2, 5]);
 
@@ -73,8 +74,13 @@ export class RewardGradingHandler {
   }
 
   private async onCompleted(ev: RstarEvent<'RolloutCompleted'>): Promise<void> {
-    const data = await rewardFor(ev.data, this.opts);
+    const data = await inSpan('grade', { attributes: { 'rstar.rollout.id': ev.data.rolloutId, 'rstar.rollout.truncated': ev.data.truncated } }, async (span) => {
+      const d = await rewardFor(ev.data, this.opts);
+      span.setAttributes({ 'rstar.reward': d.reward, 'rstar.grade.rule': d.rule, 'rstar.grade.ms': d.ms, 'rstar.grade.correct': d.correct });
+      return d;
+    });
     rewards().inc({ reward: String(data.reward), rule: data.rule });
+    graded().inc({ run: ev.runId, reward: String(data.reward) });
     gradeSeconds().observe(data.ms / 1000);
     await this.bus.publish(
       makeEvent('RewardAssigned', {

@@ -1,6 +1,7 @@
 import type { ExecRequest, ExecResult, ToolExecutor } from '@rstar/agent';
 import { makeEvent, streams, type EventEnvelope, type RstarEvent } from '@rstar/contracts';
 import type { EventBus } from '@rstar/messaging';
+import { inSpan, SpanKind } from '@rstar/telemetry';
 
 /** A tool call whose `ToolCallCompleted` did not arrive in time. */
 export class ToolResultTimeoutError extends Error {
@@ -39,7 +40,20 @@ export class BusToolExecutor implements ToolExecutor {
     return new BusToolExecutor(this.bus, { runId, producer: this.ctx.producer, causedBy }, this.opts, { waiting: this.waiting, early: this.early });
   }
 
-  async execute(req: ExecRequest): Promise<ExecResult> {
+  /**
+   * Publish the call and wait for its result, inside a client span `tool_call` (its `ToolCallRequested`
+   * carries the span, so tool-execution's handling is a child of it) with the call's status and wall time.
+   */
+  execute(req: ExecRequest): Promise<ExecResult> {
+    const attributes = { 'rstar.rollout.id': req.rolloutId, 'rstar.tool.call_id': req.callId, 'rstar.tool.name': req.tool, 'rstar.turn': req.turn };
+    return inSpan('tool_call', { kind: SpanKind.CLIENT, attributes }, async (span) => {
+      const r = await this.executeOnBus(req);
+      span.setAttributes({ 'rstar.tool.status': r.status, 'rstar.tool.wall_ms': r.wallMs });
+      return r;
+    });
+  }
+
+  private async executeOnBus(req: ExecRequest): Promise<ExecResult> {
     const kept = this.early.get(req.callId);
     if (kept) return kept.result;
     const result = new Promise<ExecResult>((resolve, reject) => {

@@ -1,12 +1,13 @@
 import { InvalidRolloutRequestError, runRollout, type RolloutOptions, type RolloutResult, type Tokenizer, type TurnRecord } from '@rstar/agent';
 import { makeEvent, streams, type RstarEvent } from '@rstar/contracts';
 import { PermanentError, TransientError, type EventBus, type Subscription } from '@rstar/messaging';
-import { createLogger, type Logger } from '@rstar/telemetry';
+import { counter, createLogger, histogram, inSpan, type Logger } from '@rstar/telemetry';
 import { BusToolExecutor } from './bus-tool.executor';
 import { EngineError, EngineResponseError, ReservationTooLargeError, type EnginePool } from '@rstar/engines';
 import { PolicyFollower, PolicyFollowerClosedError } from './policy.follower';
 import { PolicyVersionGate, type PolicyRef } from './policy-version.gate';
 import { TurnJournal } from './turn.journal';
+import { tracedSession } from './engine-session.tracing';
 
 /** Options of {@link PolicyServingHandler}. */
 export interface PolicyServingOptions {
@@ -47,6 +48,11 @@ export interface PolicyServingOptions {
 }
 
 type Requested = RstarEvent<'RolloutRequested'>;
+
+const rolloutsCompleted = () => counter('rstar_rollouts_completed_total', 'Rollouts completed by this policy-serving, per run and finish reason', ['run', 'finish_reason']);
+const rolloutToolCalls = () => counter('rstar_rollout_tool_calls_total', 'Tool calls of completed rollouts, per run and outcome (ok or error)', ['run', 'outcome']);
+const responseTokens = () =>
+  histogram('rstar_rollout_response_tokens', 'Response length of completed rollouts in tokens (model and tool-response tokens)', ['run'], [16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]);
 
 /** How a rollout run in this process ended: its completion stored (and acked), dropped for good, or to be retried. */
 type RunOutcome = 'completed' | 'dropped' | 'retry';
@@ -294,10 +300,12 @@ export class PolicyServingHandler {
     let result: RolloutResult;
     try {
       const stream = streams.rollout(r.rolloutId);
-      result = await runRollout(
+      const attributes = { 'rstar.run.id': ev.runId, 'rstar.rollout.id': r.rolloutId, 'rstar.group.id': r.groupId, 'rstar.step': r.step, 'rstar.policy.version': version };
+      result = await inSpan('rollout', { attributes }, async (span) => {
+        const res = await runRollout(
         { rolloutId: r.rolloutId, problem: r.problem, sampling: r.samplingParams, budget: r.budget, tool: r.tool, compactPrompt: this.opts.compactPrompt },
         {
-          engine: session,
+          engine: tracedSession(session, r.rolloutId),
           tools: this.tools.forRollout(ev.runId, ev),
           tokenizer: this.opts.tokenizer,
           recorded: (turn) => this.journal.get(r.rolloutId, turn),
@@ -313,7 +321,13 @@ export class PolicyServingHandler {
           },
         },
         this.opts.rollout,
-      );
+        );
+        span.setAttributes({
+          'rstar.rollout.turns': res.turns, 'rstar.rollout.tool_calls': res.toolCalls, 'rstar.rollout.tool_errors': res.toolErrors,
+          'rstar.rollout.response_tokens': res.responseTokenIds.length, 'rstar.rollout.finish_reason': res.finishReason, 'rstar.engine.id': res.engineId,
+        });
+        return res;
+      });
     } catch (e) {
       if (e instanceof InvalidRolloutRequestError) throw new PermanentError(e.message, e.field);
       if (e instanceof ReservationTooLargeError) throw new PermanentError(e.message, 'budget.maxTokens');
@@ -338,6 +352,10 @@ export class PolicyServingHandler {
       }),
     );
     this.journal.forget(r.rolloutId);
+    rolloutsCompleted().inc({ run: ev.runId, finish_reason: result.finishReason });
+    rolloutToolCalls().inc({ run: ev.runId, outcome: 'ok' }, result.toolCalls - result.toolErrors);
+    rolloutToolCalls().inc({ run: ev.runId, outcome: 'error' }, result.toolErrors);
+    responseTokens().observe({ run: ev.runId }, result.responseTokenIds.length);
     this.log.debug('rollout completed', { rolloutId: r.rolloutId, turns: result.turns, engineId: result.engineId, finishReason: result.finishReason, ms: result.wallMs });
   }
 }

@@ -1,3 +1,4 @@
 export * from './logger';
 export * from './metrics';
-export * from './traceparent';
+export * from './tracing';
+export * from './trace-context';

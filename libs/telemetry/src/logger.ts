@@ -1,8 +1,13 @@
+import { activeTraceIds } from './trace-context';
+
 /** Log levels in increasing severity. */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 const LEVELS: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
-/** A structured logger: one JSON object per line, `{ts, level, component, msg, ...fields}`. */
+/**
+ * A structured logger: one JSON object per line, `{ts, level, component, msg, traceId?, spanId?, ...fields}`;
+ * `traceId`/`spanId` name the span active when the line is written (OpenTelemetry), so a log line leads to its trace.
+ */
 export interface Logger {
   debug(msg: string, fields?: Record<string, unknown>): void;
   info(msg: string, fields?: Record<string, unknown>): void;
@@ -31,7 +36,7 @@ export function createLogger(component: string, opts: LoggerOptions = {}): Logge
   const base = { component, ...opts.fields };
   const emit = (level: LogLevel, msg: string, fields?: Record<string, unknown>): void => {
     if (LEVELS[level] < min) return;
-    const rec: Record<string, unknown> = { ts: new Date().toISOString(), level, ...base, msg };
+    const rec: Record<string, unknown> = { ts: new Date().toISOString(), level, ...base, msg, ...activeTraceIds() };
     for (const [k, v] of Object.entries(fields ?? {})) rec[k] = v instanceof Error ? flattenError(v) : v;
     write(JSON.stringify(rec));
   };

@@ -1,2 +1,4 @@
 export * from './until';
 export * from './sample-events';
+export * from './local-server.process';
+export * from './missing-tool';

@@ -1,6 +1,7 @@
 import { makeEvent, streams, type RstarEvent } from '@rstar/contracts';
 import { TransientError, type EventBus, type Subscription } from '@rstar/messaging';
 import type { SandboxPool } from '@rstar/sandbox';
+import { inSpan, SpanStatusCode } from '@rstar/telemetry';
 import { executeMeasured, type ToolExecutionMetrics } from './tool-execution.metrics';
 
 /** Options of {@link ToolExecutionHandler}. */
@@ -54,7 +55,14 @@ export class ToolExecutionHandler {
       session,
       outputChars: this.opts.outputChars,
     };
-    const r = this.opts.metrics ? await executeMeasured(this.pool, this.opts.metrics, req) : await this.pool.execute(req);
+    const attributes = { 'rstar.rollout.id': d.rolloutId, 'rstar.tool.call_id': d.callId, 'rstar.tool.name': d.tool, 'rstar.tool.timeout_ms': d.limits.timeoutMs };
+    // The sandbox's own verdict is an attribute; only a failure of the sandbox itself is a span error.
+    const r = await inSpan('sandbox.execute', { attributes }, async (span) => {
+      const res = this.opts.metrics ? await executeMeasured(this.pool, this.opts.metrics, req) : await this.pool.execute(req);
+      span.setAttributes({ 'rstar.tool.status': res.status, 'rstar.tool.wall_ms': res.wallMs, 'rstar.tool.cpu_ms': res.cpuMs, 'rstar.tool.exit_code': res.exitCode ?? -1, 'rstar.tool.truncated': res.truncated });
+      if (res.status === 'sandbox_error' || res.status === 'overloaded') span.setStatus({ code: SpanStatusCode.ERROR, message: res.status });
+      return res;
+    });
     if (r.status === 'overloaded') throw new TransientError(`sandbox overloaded; call ${d.callId} will be retried`);
     await this.bus.publish(
       makeEvent('ToolCallCompleted', {

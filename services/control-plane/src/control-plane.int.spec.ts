@@ -32,6 +32,7 @@ describe('control-plane: archiver and runs API over real NATS and Postgres', () 
       makeEvent('RunCompleted', { runId: run, streamId: `run-${run}`, key: run, producer: 't', data: { steps: 25, summary: {} } }),
     ]);
     await until(async () => ((await (await fetch(`${url}/v1/archive`)).json()) as { events: number }).events === 27, 'the 27 events to be archived');
+    await until(async () => ((await (await fetch(`${url}/v1/projections`)).json()) as any).readModels?.events === 27, 'the projector to apply the 27 events');
   });
   afterAll(async () => {
     await app?.close();
@@ -62,6 +63,17 @@ describe('control-plane: archiver and runs API over real NATS and Postgres', () 
     expect(ids[0]).toBe('StepCompleted:run-api:0');
   });
 
+  it('serves a run, its steps and the projection status from the read models', async () => {
+    const run = (await (await fetch(`${url}/v1/runs/run-api`)).json()) as any;
+    expect(run.summary).toMatchObject({ runId: 'run-api', status: 'completed', mode: 'distributed', seed: 1, stepsCompleted: 25, events: 27 });
+    expect(run.steps).toHaveLength(25);
+    expect(run.steps[3]).toMatchObject({ step: 3, stage: 's', status: 'completed' });
+    expect((await fetch(`${url}/v1/runs/nope`)).status).toBe(404);
+    expect(await (await fetch(`${url}/v1/runs/run-api/rollouts`)).json()).toEqual({ rollouts: [], next: null });
+    expect(await (await fetch(`${url}/v1/projections`)).json()).toEqual({ readModels: expect.objectContaining({ events: 27, lag: 0 }), kafka: null });
+    expect((await fetch(`${url}/v1/runs?status=nope`)).status).toBe(400);
+  });
+
   it('rejects bad query parameters with 400 naming the field', async () => {
     const bad = await fetch(`${url}/v1/runs/run-api/events?type=Nope`);
     expect(bad.status).toBe(400);
@@ -74,11 +86,12 @@ describe('control-plane: archiver and runs API over real NATS and Postgres', () 
   it('serves liveness, readiness of NATS, Postgres and the archiver, and Prometheus metrics', async () => {
     expect(await (await fetch(`${url}/health/live`)).json()).toMatchObject({ status: 'ok', service: 'control-plane' });
     const ready = (await (await fetch(`${url}/health/ready`)).json()) as any;
-    expect(ready).toMatchObject({ status: 'ok', info: { nats: { status: 'up' }, postgres: { status: 'up' }, archiver: { status: 'up' } } });
+    expect(ready).toMatchObject({ status: 'ok', info: { nats: { status: 'up' }, postgres: { status: 'up' }, archiver: { status: 'up' }, 'read-models': { status: 'up' }, projector: { status: 'up' } } });
     expect(await (await fetch(`${url}/v1/archive`)).json()).toEqual({ events: 27, archiverLag: 0 });
     const m = await (await fetch(`${url}/metrics`)).text();
     expect(m).toContain('rstar_archiver_events_total{result="appended"}');
     expect(m).toContain('rstar_consumer_lag');
     expect(m).toContain('rstar_process_cpu_seconds_total');
+    expect(m).toContain('rstar_projection_events_total{projection="read-models"} 27');
   });
 });

@@ -1,19 +1,29 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { BusModule, EventStoreModule, HealthModule, MetricsModule, ServiceConfigModule } from '@rstar/nest-runtime';
+import { BusModule, EventStoreModule, HealthModule, MetricsModule, ReadModelsModule, ServiceConfigModule } from '@rstar/nest-runtime';
 import { ArchiveController } from './archive.controller';
 import { ArchiverWorker } from './archiver.worker';
 import { controlPlaneEnv } from './control-plane.config';
+import { KafkaExportWorker } from './kafka-export.worker';
+import { ProjectionsController } from './projections.controller';
+import { ProjectorWorker } from './projector.worker';
 import { RunsController } from './runs.controller';
 
-/** control-plane: the archiver (bus -> Postgres) and the runs API. `env` defaults to `process.env`. */
+/**
+ * control-plane: the archiver (bus -> Postgres), the projector (archive -> read models, unless
+ * RSTAR_PROJECTOR=off), the optional Kafka export (RSTAR_KAFKA_BROKERS) and the runs API.
+ * `env` defaults to `process.env`.
+ */
 @Module({})
 export class ControlPlaneModule {
   static forRoot(env: Record<string, string | undefined> = process.env): DynamicModule {
     return {
       module: ControlPlaneModule,
-      imports: [ServiceConfigModule.forRoot(controlPlaneEnv, env), HealthModule.forService('control-plane'), MetricsModule, BusModule.forRootAsync(), EventStoreModule.forRootAsync()],
-      controllers: [RunsController, ArchiveController],
-      providers: [ArchiverWorker],
+      imports: [
+        ServiceConfigModule.forRoot(controlPlaneEnv, env), HealthModule.forService('control-plane'), MetricsModule,
+        BusModule.forRootAsync(), EventStoreModule.forRootAsync(), ReadModelsModule.forRootAsync(),
+      ],
+      controllers: [RunsController, ArchiveController, ProjectionsController],
+      providers: [ArchiverWorker, KafkaExportWorker, ...(env.RSTAR_PROJECTOR === 'off' ? [] : [ProjectorWorker])],
     };
   }
 }

@@ -1,3 +1,4 @@
+import './tracing';
 import 'reflect-metadata';
 import { runService } from '@rstar/nest-runtime';
 import { ResamplingModule } from './resampling.module';

@@ -1,5 +1,5 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { BusModule, EventStoreModule, HealthModule, MetricsModule, ServiceConfigModule } from '@rstar/nest-runtime';
+import { BusModule, EventStoreModule, HealthModule, MetricsModule, ReadModelsModule, ServiceConfigModule } from '@rstar/nest-runtime';
 import { resamplingEnv } from './resampling.config';
 import { ResamplingWorker } from './resampling.worker';
 
@@ -9,7 +9,7 @@ export class ResamplingModule {
   static forRoot(env: Record<string, string | undefined> = process.env): DynamicModule {
     return {
       module: ResamplingModule,
-      imports: [ServiceConfigModule.forRoot(resamplingEnv, env), HealthModule.forService('resampling'), MetricsModule, BusModule.forRootAsync(), EventStoreModule.forRootAsync()],
+      imports: [ServiceConfigModule.forRoot(resamplingEnv, env), HealthModule.forService('resampling'), MetricsModule, BusModule.forRootAsync(), EventStoreModule.forRootAsync(), ReadModelsModule.forRootAsync()],
       providers: [ResamplingWorker],
     };
   }

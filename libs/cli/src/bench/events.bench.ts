@@ -6,6 +6,7 @@ import { Archiver } from '@rstar/runtime';
 import { JetStreamBus } from '@rstar/messaging';
 import { createLogger } from '@rstar/telemetry';
 import { securedSideBySide } from './secured-events';
+import { observabilitySideBySide } from './observability.side-by-side';
 
 /**
  * `pnpm bench events [--events N] [--producers P] [--batch B]`: end-to-end events/s (publish on JetStream ->
@@ -19,6 +20,10 @@ import { securedSideBySide } from './secured-events';
  * Security overhead (`secured_ratio`, goal >= 0.85): `securedSideBySide` (./secured-events.ts) runs the
  * same end-to-end path open and with NATS users, per-subject permissions and Ed25519 signatures, side by
  * side on private nats-servers in this run.
+ *
+ * Observability overhead, side by side in the same run (observability.side-by-side.ts): rounds plain,
+ * observed, observed, plain, observed = producers tracing over OTLP and the read-model projector running;
+ * `traced_ratio` = observed events/s over plain events/s (goal >= 0.85).
  */
 export async function run(args: string[]): Promise<object> {
   const n = intArg(args, '--events', 100_000);
@@ -114,6 +119,7 @@ export async function run(args: string[]): Promise<object> {
     await archBus.jsm.streams.delete(archBus.stream).catch(() => undefined);
     await archBus.close();
     await store.close();
+    const observability = await observabilitySideBySide({ n, producers, batch, pgUrl, natsUrl, tag, runId, progress, quiet, dropSchemas });
     const ceiling = (ceilingBefore + (await ceilingRun('after'))) / 2;
     const secured = await securedSideBySide({ n, producers, batch, pgUrl, tag, progress, quiet, dropSchemas });
     return {
@@ -128,6 +134,7 @@ export async function run(args: string[]): Promise<object> {
       producer_cpu_us_per_event: Number(producerUsPerEvent.toFixed(1)),
       archiver_cpu_us_per_event: Number(archiverUsPerEvent.toFixed(1)),
       ...secured,
+      ...observability,
     };
   } finally {
     const c = new Client({ connectionString: pgUrl });
@@ -137,7 +144,8 @@ export async function run(args: string[]): Promise<object> {
   }
 }
 
-function makeEvents(runId: string, n: number, from = 0): RstarEvent[] {
+/** The bench's events [from, n) of one run: ToolCallCompleted of ~1 KB, spread over 512 x 32 rollouts. */
+export function makeEvents(runId: string, n: number, from = 0): RstarEvent[] {
   const stdout = 'x'.repeat(560);
   return Array.from({ length: n - from }, (_, k) => {
     const i = from + k;

@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
-import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { RstarEvent } from '@rstar/contracts';
-import { EventStore, startEmbeddedPostgres, type EmbeddedPostgres } from '@rstar/event-store';
+import { EventStore } from '@rstar/event-store';
+import { ReadModels } from '@rstar/read-models';
 import { connectRuntime } from '@rstar/runtime';
 import {
   formatGroupTable, formatRerunComparison, formatRunSummary, formatStepTable, formatTranscript, formatVerifyReport, groupTable, indexRun, readHistory,
@@ -11,6 +11,7 @@ import {
 import { REPO_ROOT, SandboxPool } from '@rstar/sandbox';
 import { builtinRetrainer, rerunStepStandalone } from '@rstar/training';
 import { checkArchiveIntegrity, formatIntegrity, type IntegrityReport } from '../archive.integrity';
+import { openArchive } from '../archive.source';
 
 interface SourceOptions {
   database?: string;
@@ -41,34 +42,59 @@ async function loadRun(runId: string, o: SourceOptions, onStore?: (store: EventS
     }
     return events;
   }
-  let embedded: EmbeddedPostgres | null = null;
-  let url = o.database ?? (process.env.RSTAR_DATABASE_URL || undefined);
-  let where = `the Postgres archive (schema ${o.schema ?? 'rstar'})`;
-  if (!url) {
-    const dir = o.dataDir ?? join(REPO_ROOT, 'runs', runId, 'events');
-    if (!existsSync(dir)) throw new Error(`no archive at ${dir}: pass --data-dir (the run's <out>/events folder), --database URL or --history FILE`);
-    where = `the archive ${dir}`;
-    embedded = await startEmbeddedPostgres({ dataDir: dir });
-    url = embedded.url;
-  }
-  // A read-only role (the operator's) may not migrate: it reads a schema the owner keeps current.
-  const store = await EventStore.connect({ connectionString: url, schema: o.schema }).catch((e: { code?: string }) => {
-    if (e.code !== '42501') throw e;
-    return EventStore.connect({ connectionString: url, schema: o.schema, migrate: false });
-  });
+  const archive = await openArchive(o, runId);
   try {
-    const out: RstarEvent[] = [];
-    let page = await store.readRun(runId, { limit: 10_000 });
-    while (page.events.length) {
-      out.push(...page.events);
-      page = await store.readRun(runId, { after: page.last, limit: 10_000 });
+    // A read-only role (the operator's) may not migrate: it reads a schema the owner keeps current.
+    const store = await EventStore.connect({ connectionString: archive.url, schema: o.schema }).catch((e: { code?: string }) => {
+      if (e.code !== '42501') throw e;
+      return EventStore.connect({ connectionString: archive.url, schema: o.schema, migrate: false });
+    });
+    try {
+      const out: RstarEvent[] = [];
+      let page = await store.readRun(runId, { limit: 10_000 });
+      while (page.events.length) {
+        out.push(...page.events);
+        page = await store.readRun(runId, { after: page.last, limit: 10_000 });
+      }
+      if (out.length === 0) throw new Error(`no events of run "${runId}" in ${archive.where}; check the run id (rstar train prints it) and --data-dir/--database/--schema`);
+      await onStore?.(store);
+      return out;
+    } finally {
+      await store.close();
     }
-    if (out.length === 0) throw new Error(`no events of run "${runId}" in ${where}; check the run id (rstar train prints it) and --data-dir/--database/--schema`);
-    await onStore?.(store);
-    return out;
   } finally {
-    await store.close();
-    await embedded?.close();
+    await archive.close();
+  }
+}
+
+/**
+ * `show` without `--rollout` on an archive: the summary, step and group tables from the read models
+ * (brought up to date first: a no-op when control-plane's projector keeps them current; a standalone
+ * run's folder gets its read models on first use). Same rows as replay's in-memory projections.
+ */
+async function showFromReadModels(runId: string, o: SourceOptions & { group?: string }, step: number | undefined): Promise<{ view: unknown; text: string }> {
+  const archive = await openArchive(o, runId);
+  try {
+    await (await EventStore.connect({ connectionString: archive.url, schema: o.schema, maxConnections: 1 })).close();
+    const rm = await ReadModels.open({ connectionString: archive.url, schema: o.schema, poolSize: archive.embedded ? 1 : 2 });
+    try {
+      await rm.projector().catchUp();
+      const repo = rm.repository;
+      const summary = await repo.runSummary(runId);
+      if (!summary) throw new Error(`no events of run "${runId}" in ${archive.where}; check the run id (rstar train prints it) and --data-dir/--database/--schema`);
+      const steps = await repo.stepTable(runId);
+      if (!o.group && step === undefined) return { view: { summary, steps }, text: `${formatRunSummary(summary)}\n\n${formatStepTable(steps)}` };
+      if (step !== undefined && !steps.some((s) => s.step === step)) throw new NotInRunError('step', step, runId, steps.map((s) => s.step));
+      const rows = await repo.groupTable(runId, { step, groupId: o.group });
+      if (o.group && !rows.length) throw new NotInRunError('group', o.group, runId, (await repo.groupTable(runId)).map((g) => g.groupId));
+      const only = step ?? rows[0]?.step;
+      const shown = steps.filter((s) => only === undefined || s.step === only);
+      return { view: { steps: shown, groups: rows }, text: `${formatStepTable(shown)}\n\n${formatGroupTable(rows)}` };
+    } finally {
+      await rm.close();
+    }
+  } finally {
+    await archive.close();
   }
 }
 
@@ -104,8 +130,8 @@ function sources(cmd: Command): Command {
 /**
  * `rstar replay show|verify|rerun RUN`: rebuild a recorded run from its events.
  * - `show RUN [--step N] [--group ID] [--rollout ID] [--json]`: run summary and step table; a step's
- *   group table; a group's table; a rollout's transcript (turns, tool calls with code and output, reward
- *   and grader rule).
+ *   group table; a group's table (from the read models of an archive, from the events of a `--history`);
+ *   a rollout's transcript (turns, tool calls with code and output, reward and grader rule; from its events).
  * - `verify RUN [--step N] [--no-exec] [--trusted-keys FILE] [--json]`: check the archive's hash chain (and,
  *   with trusted keys, the producers' signatures), then recompute every deterministic decision with today's
  *   code (rewards, RoC picks, batch hash, tool outputs); exit code 0 only when the chain holds and nothing
@@ -127,6 +153,11 @@ export function register(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (runId: string, o: SourceOptions & { step?: string; group?: string; rollout?: string; json?: boolean }) => {
       const step = intFlag(o.step, '--step');
+      if (!o.history && !o.rollout) {
+        const { view, text } = await showFromReadModels(runId, o, step);
+        process.stdout.write((o.json ? JSON.stringify(view, null, 2) : text) + '\n');
+        return;
+      }
       const ix = indexRun(await loadRun(runId, o), runId);
       let view: unknown;
       let text: string;

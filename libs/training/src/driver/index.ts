@@ -5,3 +5,4 @@ export * from './run.resume';
 export * from './step.collector';
 export * from './optimization.handler';
 export * from './builtin.trainer';
+export * from './step.prometheus';

@@ -7,6 +7,8 @@ import { pickPrompts, samplingSeed, stageOf, totalSteps } from './step.plan';
 import { resumePoint, type ResumePoint } from './run.resume';
 import { StepCollector } from './step.collector';
 import { stepMetrics } from './step.metrics';
+import { recordStepMetrics } from './step.prometheus';
+import { inSpan, linksTo, SpanKind, startSpan, traceparentOfSpan, withoutActiveSpan, type Span } from '@rstar/telemetry';
 
 export interface OptimizationDeps {
   config: RunConfig;
@@ -121,7 +123,17 @@ export class OptimizationHandler {
     }
   }
 
-  private async runStep(step: number, resume: ResumePoint): Promise<RunSummary['history'][number]> {
+  /**
+   * One step inside its span `step <n>` (a trace of its own). Each rollout is a trace of its own too: its
+   * `RolloutRequested` is published in a producer span `rollout` that links back to the step, and the
+   * stages' spans continue that trace. The update's span `optimize` links to the kept rollouts' traces.
+   */
+  private runStep(step: number, resume: ResumePoint): Promise<RunSummary['history'][number]> {
+    const attributes = { 'rstar.run.id': this.deps.runId, 'rstar.step': step, 'rstar.stage': stageOf(this.deps.config, step).stage.name };
+    return inSpan(`step ${step}`, { root: true, attributes }, (span) => this.runStepTraced(step, resume, span));
+  }
+
+  private async runStepTraced(step: number, resume: ResumePoint, stepSpan: Span): Promise<RunSummary['history'][number]> {
     const { config, runId, prompts, trainer } = this.deps;
     const { stage } = stageOf(config, step);
     const t0 = this.now();
@@ -155,7 +167,18 @@ export class OptimizationHandler {
         });
       });
     });
-    await this.bus.publish([started, ...requests]);
+    await this.bus.publish(started);
+    for (const req of requests) {
+      const d = req.data;
+      const span = startSpan('rollout', {
+        root: true, kind: SpanKind.PRODUCER, links: [{ context: stepSpan.spanContext() }],
+        attributes: { 'rstar.run.id': runId, 'rstar.step': step, 'rstar.rollout.id': d.rolloutId, 'rstar.group.id': d.groupId, 'rstar.prompt.id': d.promptId },
+      });
+      req.meta.traceparent = traceparentOfSpan(span) ?? req.meta.traceparent;
+      span.end();
+    }
+    // Outside the step's span, so each request keeps the trace of its own rollout.
+    await withoutActiveSpan(() => this.bus.publish(requests));
 
     while (!this.collector.complete(groupIds)) {
       if (this.stopped) throw new RunStoppedError(step);
@@ -176,16 +199,21 @@ export class OptimizationHandler {
     const batch = buildTrainingBatch(batchGroups);
     let train: TrainStepMetrics | null = null;
     const timings: Record<string, number> = { rollouts: tRollouts - t0, train: 0, checkpoint: 0, sync: 0 };
-    if (batch.sequences.length > 0) {
+    const kept = batchGroups.flatMap((g) => g.rollouts.map((r) => this.collector.traceparents.get(r.rolloutId)));
+    if (batch.sequences.length > 0) await inSpan('optimize', { links: linksTo(kept), attributes: { 'rstar.batch.sequences': batch.sequences.length, 'rstar.batch.tokens': batch.tokens } }, async () => {
       let optimized = resume.optimizedNext && resume.optimizedNext.step === step ? resume.optimizedNext : null;
       if (optimized) {
         // Trained before a crash: the trainer was restored from that checkpoint; do not train twice.
         train = { loss: optimized.loss, clipFraction: optimized.clipFraction, approxKl: optimized.approxKl, entropy: optimized.entropy, gradNorm: optimized.gradNorm };
       } else {
         const a = this.now();
-        train = await trainer.trainStep(batch);
+        train = await inSpan('train', {}, async (span) => {
+          const t = await trainer.trainStep(batch);
+          span.setAttributes({ 'rstar.train.loss': t.loss, 'rstar.train.clip_fraction': t.clipFraction, 'rstar.train.kl': t.approxKl, 'rstar.train.grad_norm': t.gradNorm });
+          return t;
+        });
         const b = this.now();
-        const ckpt = await trainer.save(join(this.deps.checkpointDir, `step-${step}`));
+        const ckpt = await inSpan('checkpoint', {}, async () => trainer.save(join(this.deps.checkpointDir, `step-${step}`)));
         timings.train = b - a;
         timings.checkpoint = this.now() - b;
         optimized = {
@@ -198,13 +226,16 @@ export class OptimizationHandler {
       const update = { version: optimized.newPolicyVersion, checkpointUri: optimized.checkpointUri, checkpointHash: optimized.checkpointHash };
       await this.emit('PolicyUpdated', streams.run(runId), stepKey, update);
       const c = this.now();
-      await Promise.all(this.deps.engines.map((e) => e.updateWeights(update)));
+      await inSpan('weight_sync', { attributes: { 'rstar.policy.version': update.version, 'rstar.engines': this.deps.engines.length } }, async () => {
+        await Promise.all(this.deps.engines.map((e) => e.updateWeights(update)));
+      });
       timings.sync = this.now() - c;
-    }
+    });
     timings.step = this.now() - t0;
     const metrics = stepMetrics({ groups, rollouts: this.collector.rollouts, train, timings, policyVersion: trainer.version });
     metrics.batchTokens = batch.tokens;
     await this.emit('StepCompleted', streams.step(runId, step), stepKey, { step, stage: stage.name, metrics });
+    recordStepMetrics(runId, stage.name, step, metrics);
     this.collector.forget(groupIds);
     return { step, stage: stage.name, metrics };
   }

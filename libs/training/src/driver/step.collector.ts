@@ -7,6 +7,8 @@ import type { EventData, RstarEvent } from '@rstar/contracts';
 export class StepCollector {
   readonly groups = new Map<string, EventData<'GroupResampled'>>();
   readonly rollouts = new Map<string, EventData<'RolloutCompleted'>>();
+  /** The trace context each rollout's completion was published in (to link the step's spans to the rollouts' traces). */
+  readonly traceparents = new Map<string, string>();
   private waiters: Array<() => void> = [];
 
   constructor(private readonly runId: string) {}
@@ -15,8 +17,10 @@ export class StepCollector {
   add(e: RstarEvent): void {
     if (e.runId !== this.runId) return;
     if (e.type === 'GroupResampled') this.groups.set(e.data.groupId, e.data);
-    else if (e.type === 'RolloutCompleted') this.rollouts.set(e.data.rolloutId, e.data);
-    else return;
+    else if (e.type === 'RolloutCompleted') {
+      this.rollouts.set(e.data.rolloutId, e.data);
+      if (e.meta.traceparent) this.traceparents.set(e.data.rolloutId, e.meta.traceparent);
+    } else return;
     this.wake();
   }
 
@@ -43,7 +47,11 @@ export class StepCollector {
   /** Free a finished step's data. */
   forget(groupIds: readonly string[]): void {
     const gs = new Set(groupIds);
-    for (const [id, r] of this.rollouts) if (gs.has(r.groupId)) this.rollouts.delete(id);
+    for (const [id, r] of this.rollouts) {
+      if (!gs.has(r.groupId)) continue;
+      this.rollouts.delete(id);
+      this.traceparents.delete(id);
+    }
     for (const g of gs) this.groups.delete(g);
   }
 }

@@ -1,0 +1,3 @@
+export * from './export-position.entity';
+export * from './kafka.exporter';
+export * from './topic.reader';

@@ -1,0 +1,239 @@
+import { In, type DataSource, type EntityManager, type EntityTarget, type ObjectLiteral } from 'typeorm';
+import { parseEvent, type RstarEvent } from '@rstar/contracts';
+import { counter, createLogger, gauge, histogram, type Logger } from '@rstar/telemetry';
+import { GroupEntity } from './entities/group.entity';
+import { RolloutEntity } from './entities/rollout.entity';
+import { RunEntity } from './entities/run.entity';
+import { StepEntity } from './entities/step.entity';
+import { ToolCallEntity } from './entities/tool-call.entity';
+import {
+  batchKeys, foldEvents, PROJECTED_TYPES, settleCounters, stepKey, type ArchivedEvent, type Working,
+} from './projection.fold';
+import { READ_MODEL_TABLES } from './read-models.datasource';
+
+/** Options of {@link ReadModelProjector}. */
+export interface ProjectorOptions {
+  /** The archive's schema (the DataSource's). */
+  schema: string;
+  /** Checkpoint name (default `read-models`). */
+  name?: string;
+  /** Events per transaction (default 1000). */
+  batchSize?: number;
+  /** Wait between polls once caught up, in ms (default 250). */
+  pollMs?: number;
+  logger?: Logger;
+}
+
+/** A position in the archive's global log (see @rstar/event-store's LogPosition). */
+export interface ArchivePosition {
+  txid: string;
+  position: number;
+}
+
+const applied = () => counter('rstar_projection_events_total', 'Archived events applied to a projection', ['projection']);
+const lagGauge = () => gauge('rstar_projection_lag_events', 'Archived events a projection has not applied yet', ['projection']);
+const batchSeconds = () => histogram('rstar_projection_batch_seconds', 'Time to apply one batch of events (one transaction)', ['projection'], [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]);
+
+/** Rows per INSERT statement (the widest table has ~35 columns; Postgres allows 65535 parameters). */
+const CHUNK = 1000;
+
+/**
+ * Keeps the read models current from the archive (ARCHITECTURE §2 control-plane "projector"). Each
+ * {@link step} is one transaction: lock this projection's checkpoint row, read the next batch of events
+ * in (transaction id, global position) order below the oldest transaction still in flight (so a late
+ * commit is never skipped), load the rows they touch, fold them ({@link foldEvents}), upsert the changed
+ * rows and move the checkpoint. The checkpoint commits with the rows, so each event is applied exactly
+ * once, even with several projectors (control-plane replicas, a CLI) on one database: the row lock
+ * serialises them. {@link rebuild} empties the tables and starts again from position 0.
+ */
+export class ReadModelProjector {
+  readonly name: string;
+  private readonly log: Logger;
+  private readonly t: string;
+  private running: Promise<void> | null = null;
+  private stopping = false;
+  private wake: (() => void) | null = null;
+
+  constructor(
+    private readonly ds: DataSource,
+    private readonly opts: ProjectorOptions,
+  ) {
+    this.name = opts.name ?? 'read-models';
+    this.log = opts.logger ?? createLogger('projector');
+    this.t = `"${opts.schema}"`;
+  }
+
+  /** Apply the next batch; resolves with the number of events applied (0 when caught up). */
+  async step(): Promise<number> {
+    const t0 = performance.now();
+    const n = await this.ds.transaction(async (m) => {
+      const cp = await this.lockCheckpoint(m);
+      const events = await this.readAfter(m, cp, this.opts.batchSize ?? 1000);
+      if (!events.length) return 0;
+      await this.apply(m, events.map((e) => e.archived));
+      const last = events[events.length - 1];
+      await m.query(`UPDATE ${this.t}.projection_checkpoints SET txid = $2, position = $3, events = events + $4, updated_at = now() WHERE name = $1`, [
+        this.name, last.txid, last.position, events.length,
+      ]);
+      return events.length;
+    });
+    if (n) {
+      applied().inc({ projection: this.name }, n);
+      batchSeconds().observe({ projection: this.name }, (performance.now() - t0) / 1000);
+    }
+    return n;
+  }
+
+  /** Apply batches until none is left; resolves with the events applied. */
+  async catchUp(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const n = await this.step();
+      if (!n) return total;
+      total += n;
+    }
+  }
+
+  /**
+   * Empty the read models and reset the checkpoint to position 0 (one transaction holding the checkpoint
+   * lock, so a running projector continues from 0 with them), then {@link catchUp}. Resolves with the
+   * events applied.
+   */
+  async rebuild(): Promise<number> {
+    await this.ds.transaction(async (m) => {
+      await this.lockCheckpoint(m);
+      await m.query(`TRUNCATE ${READ_MODEL_TABLES.map((x) => `${this.t}."${x}"`).join(', ')}`);
+      await m.query(`UPDATE ${this.t}.projection_checkpoints SET txid = '0', position = 0, events = 0, updated_at = now() WHERE name = $1`, [this.name]);
+    });
+    this.log.info('read models emptied; rebuilding from position 0', { projection: this.name });
+    return this.catchUp();
+  }
+
+  /** Where the projection stands (position 0 before its first batch). */
+  async checkpoint(): Promise<ArchivePosition & { events: number }> {
+    const rows = await this.ds.query(`SELECT txid, position, events FROM ${this.t}.projection_checkpoints WHERE name = $1`, [this.name]);
+    return rows.length ? { txid: rows[0].txid, position: Number(rows[0].position), events: Number(rows[0].events) } : { txid: '0', position: 0, events: 0 };
+  }
+
+  /** Archived events not applied yet (also set as the `rstar_projection_lag_events` gauge). */
+  async lag(): Promise<number> {
+    const cp = await this.checkpoint();
+    const r = await this.ds.query(`SELECT count(*)::bigint AS n FROM ${this.t}.events WHERE (transaction_id, global_position) > ($1::xid8, $2::bigint)`, [cp.txid, cp.position]);
+    const n = Number(r[0].n);
+    lagGauge().set({ projection: this.name }, n);
+    return n;
+  }
+
+  /** Run in the background: batches back to back while there are events, a poll every `pollMs` once caught up. */
+  start(): void {
+    if (this.running) return;
+    this.stopping = false;
+    this.running = (async () => {
+      let failures = 0;
+      let lastLag = 0;
+      while (!this.stopping) {
+        let n = 0;
+        try {
+          n = await this.step();
+          failures = 0;
+        } catch (e) {
+          failures++;
+          if (failures === 1 || failures % 20 === 0) this.log.warn('projection batch failed; retrying', { projection: this.name, failures, err: e });
+        }
+        if (Date.now() - lastLag > 5_000) {
+          lastLag = Date.now();
+          await this.lag().catch(() => undefined);
+        }
+        if (n === 0) await new Promise<void>((r) => {
+          const t = setTimeout(r, failures ? Math.min(10_000, 250 * 2 ** failures) : (this.opts.pollMs ?? 250));
+          this.wake = () => (clearTimeout(t), r());
+        });
+      }
+    })();
+  }
+
+  /** Stop after the batch in progress. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.wake?.();
+    await this.running;
+    this.running = null;
+  }
+
+  private async lockCheckpoint(m: EntityManager): Promise<ArchivePosition> {
+    await m.query(
+      `INSERT INTO ${this.t}.projection_checkpoints (name, txid, position, events, updated_at) VALUES ($1, '0', 0, 0, now()) ON CONFLICT (name) DO NOTHING`,
+      [this.name],
+    );
+    const rows = await m.query(`SELECT txid, position FROM ${this.t}.projection_checkpoints WHERE name = $1 FOR UPDATE`, [this.name]);
+    return { txid: rows[0].txid, position: Number(rows[0].position) };
+  }
+
+  /**
+   * The next events after `after` (raw SQL on the archive's table, in the same transaction); the data of
+   * types the read models only count is not fetched. Each projected event is parsed and upcast like the
+   * event store's readers do.
+   */
+  private async readAfter(m: EntityManager, after: ArchivePosition, limit: number): Promise<Array<ArchivePosition & { archived: ArchivedEvent }>> {
+    const rows: any[] = await m.query(
+      `SELECT global_position, transaction_id::text AS txid, id, type, version, run_id, stream_id, recorded_at,
+              CASE WHEN type = ANY($4::text[]) THEN data END AS data, CASE WHEN type = ANY($4::text[]) THEN meta END AS meta
+       FROM ${this.t}.events
+       WHERE (transaction_id, global_position) > ($1::xid8, $2::bigint) AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+       ORDER BY transaction_id, global_position LIMIT $3`,
+      [after.txid, after.position, limit, PROJECTED_TYPES],
+    );
+    return rows.map((r) => {
+      const event: ArchivedEvent['event'] =
+        r.data === null
+          ? { id: r.id, type: r.type, runId: r.run_id }
+          : (parseEvent({ id: r.id, type: r.type, version: r.version, runId: r.run_id, streamId: r.stream_id, data: r.data, meta: r.meta }) as RstarEvent);
+      return { txid: r.txid, position: Number(r.global_position), archived: { event, archivedAt: new Date(r.recorded_at) } };
+    });
+  }
+
+  /** Load what the batch touches, fold it, count earlier tool calls of new rollouts, write the changed rows. */
+  private async apply(m: EntityManager, events: ArchivedEvent[]): Promise<void> {
+    const k = batchKeys(events);
+    // One after the other: the transaction has one connection.
+    const runs = k.runs.size ? await m.findBy(RunEntity, { runId: In([...k.runs]) }) : [];
+    const groups = k.groups.size ? await m.findBy(GroupEntity, { groupId: In([...k.groups]) }) : [];
+    const rollouts = k.rollouts.size ? await m.findBy(RolloutEntity, { rolloutId: In([...k.rollouts]) }) : [];
+    const calls = k.calls.size ? await m.findBy(ToolCallEntity, { callId: In([...k.calls]) }) : [];
+    const steps = await this.loadSteps(m, k.steps);
+    const w: Working = {
+      runs: new Map(runs.map((r) => [r.runId, r])),
+      steps: new Map(steps.map((s) => [stepKey(s.runId, s.step), s])),
+      groups: new Map(groups.map((g) => [g.groupId, g])),
+      rollouts: new Map(rollouts.map((r) => [r.rolloutId, r])),
+      calls: new Map(calls.map((c) => [c.callId, c])),
+    };
+    const fold = foldEvents(w, events);
+    const earlier = new Map<string, number>();
+    if (fold.newRollouts.size) {
+      const rows = await m.query(`SELECT rollout_id, count(*)::int AS n FROM ${this.t}.tool_calls WHERE rollout_id = ANY($1::text[]) GROUP BY rollout_id`, [[...fold.newRollouts]]);
+      for (const r of rows) earlier.set(r.rollout_id, Number(r.n));
+    }
+    settleCounters(w, fold, earlier);
+    const pick = <T>(map: Map<string, T>, keys: Set<string>) => [...keys].map((x) => map.get(x)!);
+    await this.upsert(m, RunEntity, pick(w.runs, fold.dirty.runs), ['runId']);
+    await this.upsert(m, StepEntity, pick(w.steps, fold.dirty.steps), ['runId', 'step']);
+    await this.upsert(m, GroupEntity, pick(w.groups, fold.dirty.groups), ['groupId']);
+    await this.upsert(m, RolloutEntity, pick(w.rollouts, fold.dirty.rollouts), ['rolloutId']);
+    await this.upsert(m, ToolCallEntity, pick(w.calls, fold.dirty.calls), ['callId']);
+  }
+
+  private async loadSteps(m: EntityManager, keys: Array<{ runId: string; step: number }>): Promise<StepEntity[]> {
+    if (!keys.length) return [];
+    return m
+      .createQueryBuilder(StepEntity, 's')
+      .where('(s.run_id, s.step) IN (SELECT * FROM unnest(:runs::text[], :steps::int[]))', { runs: keys.map((x) => x.runId), steps: keys.map((x) => x.step) })
+      .getMany();
+  }
+
+  private async upsert<T extends ObjectLiteral>(m: EntityManager, entity: EntityTarget<T>, rows: T[], conflict: string[]): Promise<void> {
+    for (let i = 0; i < rows.length; i += CHUNK) {
+      await m.upsert(entity, rows.slice(i, i + CHUNK) as never, { conflictPaths: conflict, skipUpdateIfNoValuesChanged: false });
+    }
+  }
+}

@@ -1,0 +1,4 @@
+import { startTracing } from '@rstar/telemetry';
+
+// Imported first by main.ts: OpenTelemetry's instrumentations patch http, express and pg as they load.
+startTracing('policy-serving');
