@@ -4,7 +4,7 @@ import type { ExecResult, GenerateFinishReason, Tokenizer } from './ports';
 import { JUPYTER_TOOL } from './template';
 import { decodeFailureText, parseTurn } from './tool-call.parser';
 import { formatToolResponse, resolveToolResponseLimits, truncateMiddle, type ToolResponseLimits } from './tool-response.formatter';
-import { renderToolTurn } from './template';
+import { RSTAR2_RENDERER, type PromptRenderer } from './prompt.renderer';
 
 /** Limits of one rollout (PROTOCOL §2). */
 export interface RolloutLimits {
@@ -126,6 +126,7 @@ export class RolloutStateMachine {
     private readonly promptIds: readonly number[],
     private readonly limits: RolloutLimits,
     private readonly tokenizer: Tokenizer,
+    private readonly renderer: PromptRenderer = tokenizer.renderer ?? RSTAR2_RENDERER,
   ) {
     if (!Number.isInteger(limits.maxTokens) || limits.maxTokens <= 0) {
       throw new InvalidRolloutRequestError(`budget.maxTokens must be a positive integer, got ${limits.maxTokens}`, 'budget.maxTokens');
@@ -244,7 +245,7 @@ export class RolloutStateMachine {
       texts.push(responseText);
     });
     this.pending = [];
-    const toolText = renderToolTurn(texts);
+    const toolText = this.renderer.renderToolTurn(texts);
     const toolIds = this.tokenizer.encode(toolText);
     if (this.used + toolIds.length >= this.limits.maxTokens) {
       this.truncated = true;
