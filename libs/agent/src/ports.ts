@@ -38,6 +38,8 @@ export interface GenerateResult {
   logprobs: number[];
   text: string;
   finishReason: GenerateFinishReason;
+  /** The weight version the engine reports it sampled with (SGLang `meta_info.weight_version`), when it reports one. */
+  weightVersion?: string;
 }
 
 /**
