@@ -32,6 +32,8 @@ export interface TurnRecord {
   text: string;
   finishReason: GenerateFinishReason;
   engineId: string;
+  /** The weight version the engine reported for this generation, when it reports one. */
+  weightVersion?: string;
 }
 
 /** A tool call the loop executes (or answers itself, when it did not decode). */
@@ -188,7 +190,10 @@ export class RolloutStateMachine {
     // (skip_special_tokens) and trim stop strings, and the rollout's text must match its tokens exactly.
     const text = this.tokenizer.decode(tokenIds);
     const turn = this.turnRecords.length;
-    this.turnRecords.push({ turn, tokenIds, logprobs, text, finishReason: overran ? 'length' : gen.finishReason, engineId: gen.engineId });
+    this.turnRecords.push({
+      turn, tokenIds, logprobs, text, finishReason: overran ? 'length' : gen.finishReason, engineId: gen.engineId,
+      ...(gen.weightVersion === undefined ? {} : { weightVersion: gen.weightVersion }),
+    });
     this.responseIds.push(...tokenIds);
     this.logprobs.push(...logprobs);
     for (let i = 0; i < tokenIds.length; i++) this.mask.push(1);

@@ -29,6 +29,8 @@ export class RunStartWorker extends BackgroundWorker {
       engines: createEngines(this.cfg.get('RSTAR_ENGINES', { infer: true })),
       checkpointRoot: this.cfg.get('RSTAR_CHECKPOINT_DIR', { infer: true }),
       durable: this.cfg.get('RSTAR_RUNS_DURABLE', { infer: true }),
+      trainerUrl: this.cfg.get('RSTAR_TRAINER_URL', { infer: true }),
+      batchDir: this.cfg.get('RSTAR_BATCH_DIR', { infer: true }),
       log: (msg, fields) => this.log.info(msg, fields),
     });
     await consumer.start();

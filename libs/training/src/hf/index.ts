@@ -1,0 +1,4 @@
+export * from './hf-sft.traces';
+export * from './hf-sft.runner';
+export * from './tokenizer.check';
+export * from './hf-run.launcher';

@@ -1,0 +1,3 @@
+export * from './trainer-worker.errors';
+export * from './trainer-worker.client';
+export * from './worker.trainer';
