@@ -104,10 +104,9 @@ describe('run config of a Hugging Face policy', () => {
     expect(c.trainer).toMatchObject({ miniBatch: 8, tisCap: 2, ppoEpochs: 1 });
     expect(parseRunConfig({ stages: [stage] }).trainer).not.toHaveProperty('miniBatch');
   });
-  it('refuses a Hugging Face policy on the builtin trainer or engine, or without a model path, naming the field', () => {
+  it('refuses a Hugging Face policy on the builtin trainer or engine, naming the field', () => {
     expect(() => parseRunConfig({ stages: [stage], policy: { kind: 'hf', path: '/m' }, engines })).toThrowError(/trainer\.kind/);
     expect(() => parseRunConfig({ stages: [stage], policy: { kind: 'hf', path: '/m' }, trainer: { kind: 'worker' } })).toThrowError(/engines/);
-    expect(() => parseRunConfig({ stages: [stage], policy: { kind: 'hf' }, trainer: { kind: 'worker' }, engines })).toThrowError(/policy\.path/);
     expect(() => parseRunConfig({ stages: [stage], trainer: { kind: 'worker', tisCap: 0.5 } })).toThrowError(/trainer\.tisCap/);
   });
 });

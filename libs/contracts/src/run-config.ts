@@ -44,7 +44,8 @@ export const RunConfigSchema = z.strictObject({
       model: ModelConfigSchema.default(ModelConfigSchema.parse({})),
       /**
        * `hf`: the base model directory (config, safetensors, tokenizer.json, chat template) that the trainer
-       * worker and the engines were started with and the SFT stage starts from. Optional: absent for builtin.
+       * worker and the engines were started with and the SFT stage starts from. Absent: the trainer worker's
+       * `--model` (distributed), or the hf-tiny model built offline when `name` is `hf-tiny` (`rstar train`).
        */
       path: z.string().min(1).optional(),
       /**
@@ -201,9 +202,6 @@ export function parseRunConfig(input: unknown): RunConfig {
   }
   if (hf && c.engines.some((e) => e.kind === 'builtin')) {
     throw new ConfigError('policy.kind "hf" needs real engines (engines[].kind sglang or vllm; the reference engine of workers/trainer speaks both)', 'engines');
-  }
-  if (hf && !c.validateOnly && c.policy.init === 'sft' && !c.policy.path) {
-    throw new ConfigError('policy.path is required for policy.kind "hf" with init "sft" (the base model directory the trainer worker and engines were started with)', 'policy.path');
   }
   if (c.data.source === 'file' && !c.data.path) {
     throw new ConfigError('data.path is required when data.source is "file" (give a JSON-lines dataset)', 'data.path');

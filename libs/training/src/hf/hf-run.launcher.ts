@@ -24,6 +24,10 @@ export interface HfLaunchDeps {
   trainerUrl?: string;
   /** Shared directory the worker reads batch files from (RSTAR_BATCH_DIR). */
   batchDir: string;
+  /** How the run's events record it (default `distributed`: the optimization service). */
+  mode?: 'standalone' | 'distributed';
+  /** Told the weights the RL stages start from (the SFT checkpoint, the given one, or the base model) and their version. */
+  onStartWeights?: (dir: string, version: number, sft: { updates: number; finalLoss: number; seconds: number } | null) => void;
   working?: () => void;
   log?: (msg: string, fields?: Record<string, unknown>) => void;
 }
@@ -55,9 +59,10 @@ export async function launchHfRun(ev: RstarEvent<'RunStarted'>, config: RunConfi
 
   let tokenizer: ModelTokenizer;
   let tokenizerHash: string;
+  let modelDir: string;
   try {
     const info = await client.info();
-    const modelDir = resolveDataPath(config.policy.path ?? (config.policy.init === 'checkpoint' && config.policy.checkpoint ? config.policy.checkpoint : info.model));
+    modelDir = resolveDataPath(config.policy.path ?? (config.policy.init === 'checkpoint' && config.policy.checkpoint ? config.policy.checkpoint : info.model));
     tokenizer = ModelTokenizer.load(modelDir, config.policy.path ? 'policy.path' : 'policy.checkpoint');
     tokenizerHash = await checkRunTokenizers({ trainer: { url, tokenizerHash: info.tokenizerHash }, model: { dir: modelDir, tokenizerHash: tokenizer.hash }, engines: deps.engines });
   } catch (e) {
@@ -69,6 +74,7 @@ export async function launchHfRun(ev: RstarEvent<'RunStarted'>, config: RunConfi
   try {
     let weights: string;
     let version = 0;
+    let sftReport: { updates: number; finalLoss: number; seconds: number } | null = null;
     if (resume.policy) {
       weights = resume.policy.checkpointUri;
       version = resume.policy.version;
@@ -82,7 +88,7 @@ export async function launchHfRun(ev: RstarEvent<'RunStarted'>, config: RunConfi
       try {
         log('SFT stage on the trainer worker', { runId, updates: config.sft.steps });
         const r = await runWorkerSft({
-          config, runId, client, batchDir: dir, tokenizer,
+          config, runId, client, batchDir: dir, tokenizer, baseModel: modelDir,
           execute: sandboxExecutor(sandbox, { timeoutMs: config.tool.timeoutMs, memoryMb: config.tool.memoryMb }),
           onProgress: (p) => {
             deps.working?.();
@@ -90,13 +96,15 @@ export async function launchHfRun(ev: RstarEvent<'RunStarted'>, config: RunConfi
           },
         });
         weights = r.checkpoint.uri;
+        sftReport = { updates: r.updates, finalLoss: r.finalLoss, seconds: r.seconds };
         log('SFT done', { runId, checkpoint: weights, loss: r.finalLoss, seconds: r.seconds });
       } finally {
         await sandbox.close();
       }
     } else {
-      weights = resolveDataPath(config.policy.path!);
+      weights = modelDir;
     }
+    deps.onStartWeights?.(weights, version, sftReport);
     // The engines serve policy version `version` from here on, and must say so.
     await Promise.all(deps.engines.map(async (a) => {
       const answer = await a.updateWeights(weights, { version });
@@ -111,8 +119,9 @@ export async function launchHfRun(ev: RstarEvent<'RunStarted'>, config: RunConfi
     });
     const handler = new OptimizationHandler(deps.bus, {
       config, runId, prompts: runPrompts(config, resolveDataPath).train, trainer, engines: [], checkpointDir: join(dir, runId),
-      store: runEventSource(deps.store), mode: 'distributed', codeVersion: ev.data.codeVersion,
-      rolloutExtras: { ...(config.policy.prompt ? { prompt: { compact: config.policy.prompt === 'compact' } } : {}), tokenizerHash },
+      store: runEventSource(deps.store), mode: deps.mode ?? 'distributed', codeVersion: ev.data.codeVersion,
+      // SFT traces and rollouts share one prompt format (the full template unless the config says compact).
+      rolloutExtras: { prompt: { compact: config.policy.prompt === 'compact' }, tokenizerHash },
       onStep: (step, stage, metrics) => log('step completed', { runId, step, stage, rewardMean: metrics.rewardMean, passRate: metrics.passRate, clipFraction: metrics.clipFraction }),
     });
     try {

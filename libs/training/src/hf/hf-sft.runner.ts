@@ -16,6 +16,8 @@ export interface WorkerSftOptions {
   /** Shared directory for the batch files (the worker reads them). */
   batchDir: string;
   tokenizer: HfTraceTokenizer;
+  /** The base model directory SFT starts from (default `policy.path`; the worker must be able to read it). */
+  baseModel?: string;
   /** Runs the task programs (the sandbox) for the traces' real tool responses. */
   execute: CodeExecutor;
   onProgress?: (p: { phase: 'traces'; done: number; total: number } | { phase: 'train'; updates: number; total: number; loss: number }) => void;
@@ -69,7 +71,8 @@ export async function runWorkerSft(o: WorkerSftOptions): Promise<WorkerSftResult
   const sft = config.sft;
   if (config.data.source !== 'tasks') throw new RunRefusedError('the SFT stage of a Hugging Face policy builds traces of the task family (data.source: tasks); give policy.init: checkpoint with an SFT checkpoint for a dataset run', 'data.source');
   if ((sft.toolErrorRate ?? 0) > 0) throw new RunRefusedError('sft.toolErrorRate is supported for the builtin policy only; remove it for policy.kind hf', 'sft.toolErrorRate');
-  if (!config.policy.path) throw new RunRefusedError('policy.path is required for the SFT stage of a Hugging Face policy', 'policy.path');
+  const base = o.baseModel ?? config.policy.path;
+  if (!base) throw new RunRefusedError('policy.path is required for the SFT stage of a Hugging Face policy', 'policy.path');
   const t0 = Date.now();
   const seed = config.seed;
   const tasks = generateTasks({ seed: deriveSeed(seed, 1), n: config.data.trainSize });
@@ -85,7 +88,7 @@ export async function runWorkerSft(o: WorkerSftOptions): Promise<WorkerSftResult
   const chunk = sft.updatesPerRequest ?? Math.ceil(steps / Math.max(1, Math.ceil(steps / 50)));
   const requests = Math.ceil(steps / chunk);
   const trainer = new WorkerTrainer({
-    client: o.client, workerRunId: `${o.runId}.sft`, batchDir: o.batchDir, mode: 'sft', initialVersion: 0, initFrom: config.policy.path,
+    client: o.client, workerRunId: `${o.runId}.sft`, batchDir: o.batchDir, mode: 'sft', initialVersion: 0, initFrom: base,
     loss: () => ({}),
     optimizer: () => ({
       kind: 'adamw', lr: sft.lr, warmupSteps: Math.ceil(sft.warmupSteps / chunk), weightDecay: config.trainer.weightDecay, gradClip: config.trainer.gradClip,
