@@ -30,4 +30,7 @@ if [ "$have" != "$want" ]; then
 fi
 case "$want" in 3.1[2-9]) ;; *) echo "setup.sh: NOTE: the sandbox runs on Python $want; CPython >= 3.12 makes its calls cheaper (set RSTAR_SETUP_PYTHON)";; esac
 .venv/bin/python -m pip install -q --disable-pip-version-check -r infra/python/requirements.txt
+# The trainer worker / reference engine (PyTorch, transformers) in workers/.venv, from its hash-pinned lock;
+# the hf-tiny e2e, the engine adapter tests and workers' pytest (run by `pnpm test`) need it.
+bash workers/setup.sh
 echo "setup.sh: ready (node $(node --version), pnpm $(pnpm --version), $(.venv/bin/python --version))"

@@ -4,14 +4,14 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ModelTokenizer } from '@rstar/agent';
-import { ensureTinyModel, findWorkersPython, startReferenceEngine, type PythonProcess } from '@rstar/workers';
+import { ensureTinyModel, workersPythonForTests, startReferenceEngine, type PythonProcess } from '@rstar/workers';
 import { EnginePool } from './engine.pool';
 import { EngineResponseError, EngineUnsupportedError } from './engine.errors';
 import { SglangAdapter } from './sglang.adapter';
 import { VllmAdapter } from './vllm.adapter';
 import { WeightSyncError } from './weight-sync';
 
-const python = findWorkersPython();
+const python = workersPythonForTests();
 const CACHE = resolve(__dirname, '../../../.rstar/models');
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
 

@@ -26,3 +26,14 @@ export function workersPython(env: NodeJS.ProcessEnv = process.env): string {
   if (!p) throw new WorkersEnvMissingError(resolve(__dirname, '../../../workers/.venv'));
   return p;
 }
+
+/**
+ * For tests that need workers/.venv: {@link findWorkersPython}, or null where it is absent (the test skips);
+ * under CI (env CI=true) a missing environment @throws WorkersEnvMissingError, so CI never reads a skip
+ * as green (infra/local/setup.sh runs `bash workers/setup.sh`).
+ */
+export function workersPythonForTests(env: NodeJS.ProcessEnv = process.env): string | null {
+  const p = findWorkersPython(env);
+  if (!p && env.CI === 'true') throw new WorkersEnvMissingError(resolve(__dirname, '../../../workers/.venv'));
+  return p;
+}

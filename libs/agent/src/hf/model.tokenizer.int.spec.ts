@@ -3,13 +3,13 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureTinyModel, findWorkersPython } from '@rstar/workers';
+import { ensureTinyModel, workersPythonForTests } from '@rstar/workers';
 import { formatToolResponse } from '../tool-response.formatter';
 import { renderToolCall, toolSignature, userPrompt, IM_END, PYTHON_TOOL } from '../template';
 import { ModelTokenizer } from './model.tokenizer';
 import { TokenizerLoadError } from './tokenizer.errors';
 
-const python = findWorkersPython();
+const python = workersPythonForTests();
 const CACHE = resolve(__dirname, '../../../../.rstar/models');
 
 /** What transformers (Python) makes of the same directory: token ids, chat-template renderings, tokenizer hash. */
