@@ -140,6 +140,10 @@ export async function runHfTraining(config: RunConfig, opts: HfTrainingOptions =
       await load(lastCheckpoint.uri, lastCheckpoint.v);
       after = await evaluatePassAt1(adapters[0]!, tokenizer, tools, heldOut, { ...evalOpts, onProgress: (done, total) => opts.onProgress?.({ phase: 'eval-after', done, total }) });
       say(`pass@1 after RL: ${(after.passAt1 * 100).toFixed(1)}%`);
+    } else if (before) {
+      // No step trained (every group had equal rewards): the last policy is the start weights, already evaluated.
+      after = before;
+      say('no RL step trained (every group had equal rewards): the last policy is the start weights');
     }
     await runtime.flush();
     const archived = (await readRunEvents(runtime.store, runId, ['StepCompleted']))
