@@ -145,7 +145,8 @@ export async function runHfTraining(config: RunConfig, opts: HfTrainingOptions =
       after = before;
       say('no RL step trained (every group had equal rewards): the last policy is the start weights');
     }
-    await runtime.flush();
+    // A loaded machine can leave the archiver minutes behind; the report reads the archive.
+    await runtime.flush(600_000);
     const archived = (await readRunEvents(runtime.store, runId, ['StepCompleted']))
       .flatMap((e) => (e.type === 'StepCompleted' ? [{ step: e.data.step, stage: e.data.stage, metrics: e.data.metrics }] : []))
       .sort((a, b) => a.step - b.step);
