@@ -20,7 +20,7 @@ function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: st
 }
 
 /**
- * `rstar replay rerun RUN --step N` with no services running (issue 8 §4, standalone): a fresh 2-step
+ * `rstar replay rerun RUN --step N` with no services running (standalone): a fresh 2-step
  * standalone run (cached SFT checkpoint, PGlite archive in its run folder) is re-run step by step in the
  * CLI's own process (built-in engine on the step's policy version, sandbox, every handler) and compared
  * with the original rollout by rollout.

@@ -117,7 +117,7 @@ const pgSetup = (tag: string) => async () => {
 suite('Postgres, unnest appends', pgSetup('test'), true, 'unnest', 'unnest');
 suite('Postgres, COPY appends (auto)', pgSetup('copy'), true, 'auto', 'copy');
 
-suite('PGlite (pglite-socket)', async () => {
+suite('PGlite (embedded wire-protocol server)', async () => {
   const pg: EmbeddedPostgres = await startEmbeddedPostgres();
   return { url: pg.url, schema: 'rstar', close: () => pg.close() };
 }, false, 'auto', 'unnest');
