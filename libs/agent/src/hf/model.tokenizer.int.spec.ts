@@ -74,6 +74,8 @@ describe.skipIf(!python)('ModelTokenizer: a Hugging Face tokenizer.json and chat
     expect(norm(tok.renderer.renderPrompt(problem))).toBe(norm(py.full));
     expect(tok.hasChatTemplate).toBe(true);
     expect(tok.decode([tok.eosTokenId])).toBe(IM_END);
+    // A sampled NUL byte decodes to U+FFFD (Postgres refuses U+0000 in an event's JSON).
+    expect(tok.decode(tok.encode('a\u0000b'))).toBe('a\uFFFDb');
   }, 120_000);
 
   it('refuses a missing directory and one without tokenizer.json, naming the field', () => {

@@ -87,7 +87,12 @@ export class ModelTokenizer implements Tokenizer {
     return this.tok.encode(s, { add_special_tokens: false }).ids;
   }
 
+  /**
+   * The text of `ids` (special tokens kept). A byte-level vocabulary can decode to U+0000, which Postgres
+   * cannot store in an event's JSON, so each NUL becomes U+FFFD: the text is for display and parsing, the
+   * sampled token ids stay exact in the events.
+   */
   decode(ids: readonly number[]): string {
-    return this.tok.decode([...ids], { skip_special_tokens: false });
+    return this.tok.decode([...ids], { skip_special_tokens: false }).replaceAll('\u0000', '\uFFFD');
   }
 }
