@@ -45,7 +45,7 @@ function callUids(i: number, sessionCap: number): { uid: number | null; sessionU
  * scipy submodules the scipy zygotes import before forking: the ones the code blocks of
  * ../shared/trajectories use (`scipySubmoduleUsage`: stats in 3 blocks, integrate in 1; no other).
  * Importing scipy.stats also loads linalg, optimize, special, interpolate, sparse, spatial, fft and
- * ndimage, so those are warm there too.
+ * ndimage, so those are warm there too. matplotlib.pyplot is warmed with them (see USES_SCIPY).
  */
 export const SCIPY_WARM_MODULES: readonly string[] = ['scipy.stats', 'scipy.integrate', 'matplotlib.pyplot'];
 /**

@@ -22,6 +22,8 @@ import threading
 import traceback
 import types
 
+from rstar_zygote import suggestions
+
 CODE_NAME = "<code>"
 # run_cell's return value for "ended by an uncaught KeyboardInterrupt": CPython then exits by SIGINT.
 EXIT_BY_SIGINT = -signal.SIGINT
@@ -124,7 +126,8 @@ def display(exc_type, exc, tb):
     if tb is None and isinstance(exc, SyntaxError) and exc.__cause__ is None and exc.__context__ is None:
         sys.__excepthook__(exc_type, exc, tb)
         return
-    traceback.print_exception(exc_type, exc, tb, file=sys.stderr)
+    te = traceback.TracebackException(exc_type, exc, tb, compact=True)
+    sys.stderr.write("".join(suggestions.with_c_hints(te, exc).format()))
 
 
 def unraisable_hook(u):
