@@ -22,7 +22,7 @@ const boundaries = (extraForTests) => [
 ];
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '**/dist/**', '.venv/**', '**/.venv/**', '.nx/**', 'runs/**', 'reports/**', '.rstar/**'] },
+  { ignores: ['**/node_modules/**', '**/dist/**', '.venv/**', '**/.venv/**', '.venv-*/**', '**/.venv-*/**', '.tools/**', 'workers/**/.venv/**', '.nx/**', 'runs/**', 'reports/**', '.rstar/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -33,6 +33,8 @@ export default tseslint.config(
       '@nx/enforce-module-boundaries': boundaries([]),
     },
   },
+  // Plain Node scripts (build, infra): Node's globals.
+  { files: ['**/*.mjs', '**/*.cjs'], languageOptions: { globals: { process: 'readonly', console: 'readonly', __dirname: 'readonly', require: 'readonly', module: 'readonly' } } },
   // Spec files may also use the shared test helpers (@rstar/testing).
   { files: ['**/*.spec.ts'], rules: { '@nx/enforce-module-boundaries': boundaries(['type:test-support']) } },
 );

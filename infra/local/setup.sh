@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-time setup of a fresh machine (Debian/Ubuntu, as root, or with the system packages already present):
-# system packages (Postgres, NATS, bubblewrap), pnpm + node modules, and the sandbox's Python venv (.venv).
+# system packages (Postgres, NATS, bubblewrap), pnpm + node modules, the sandbox's Python venv (.venv), and the
+# infrastructure tests' tools (.tools: hadolint, kustomize).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
@@ -35,6 +36,8 @@ case "$want" in 3.1[2-9]) ;; *) echo "setup.sh: NOTE: the sandbox runs on Python
 have_dev="$(.venv-dev/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)"
 if [ "$have_dev" != "$want" ]; then rm -rf .venv-dev; "$py" -m venv .venv-dev; fi
 .venv-dev/bin/python -m pip install -q --disable-pip-version-check -r infra/python/requirements-dev.txt
+# hadolint and kustomize for the Dockerfile and manifest tests (test/infra).
+bash infra/local/install-infra-tools.sh
 # The trainer worker / reference engine (PyTorch, transformers) in workers/.venv, from its hash-pinned lock;
 # the hf-tiny e2e, the engine adapter tests and workers' pytest (run by `pnpm test`) need it.
 bash workers/setup.sh

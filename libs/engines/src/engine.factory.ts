@@ -10,9 +10,11 @@ export const ENGINE_KINDS = ['sglang', 'vllm', 'builtin'] as const;
 /**
  * Build adapters from specs `kind=url` (e.g. `sglang=http://h:30000`, `vllm=http://h:8000?model=m&kv=200000`);
  * a bare URL means `sglang`. Ids are `<kind>-<index>` unless the spec has `?id=NAME`.
+ * `apiKey` is the bearer token every adapter sends (the engines' `--api-key`, or a token of the
+ * built-in engine's set with the scopes its routes need).
  * @throws EngineSpecError naming the spec and the fix.
  */
-export function createEngines(specs: readonly string[], retry: RetryPolicy = DEFAULT_RETRY): EngineAdapter[] {
+export function createEngines(specs: readonly string[], retry: RetryPolicy = DEFAULT_RETRY, opts: { apiKey?: string | null } = {}): EngineAdapter[] {
   return specs.map((spec, i) => {
     const eq = spec.indexOf('=');
     const hasKind = eq > 0 && !spec.slice(0, eq).includes(':');
@@ -30,13 +32,13 @@ export function createEngines(specs: readonly string[], retry: RetryPolicy = DEF
     switch (kind) {
       case 'sglang':
       case 'builtin':
-        return new SglangAdapter(id, base, retry, kind);
+        return new SglangAdapter(id, base, retry, kind, opts.apiKey ?? null);
       case 'vllm': {
         const kv = params.get('kv');
         if (kv !== null && !(Number(kv) > 0)) throw new EngineSpecError(spec, `kv must be a positive token count, got "${kv}"`);
         const wait = params.get('reloadWaitMs');
         if (wait !== null && !(Number(wait) >= 0)) throw new EngineSpecError(spec, `reloadWaitMs must be a non-negative number of milliseconds, got "${wait}"`);
-        return new VllmAdapter(id, base, { model: params.get('model') ?? undefined, kvCapacityTokens: kv ? Number(kv) : undefined, reloadWaitMs: wait ? Number(wait) : undefined, retry });
+        return new VllmAdapter(id, base, { model: params.get('model') ?? undefined, kvCapacityTokens: kv ? Number(kv) : undefined, reloadWaitMs: wait ? Number(wait) : undefined, retry, apiKey: opts.apiKey });
       }
       default:
         throw new EngineSpecError(spec, `unknown kind "${kind}" (kinds: ${ENGINE_KINDS.join(', ')})`);

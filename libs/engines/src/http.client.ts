@@ -19,7 +19,8 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 
 /**
  * JSON over HTTP to one engine, with retries and backoff on what may pass (network errors, timeouts,
- * 5xx, 429, 408). Another 4xx is the caller's fault and is not retried.
+ * 5xx, 429, 408). Another 4xx is the caller's fault and is not retried. With `apiKey`, every request
+ * carries `Authorization: Bearer <apiKey>` (SGLang's and vLLM's `--api-key`, the built-in engine's tokens).
  * @throws EngineUnavailableError when every attempt failed; EngineContextExceededError on a 4xx saying the
  *   context window is exceeded; EngineResponseError on another 4xx or a non-JSON body;
  *   the caller's abort reason when `signal` fires.
@@ -28,7 +29,7 @@ export async function requestJson(
   engineId: string,
   baseUrl: string,
   path: string,
-  init: { method?: 'GET' | 'POST'; body?: unknown; signal?: AbortSignal; expectJson?: boolean },
+  init: { method?: 'GET' | 'POST'; body?: unknown; signal?: AbortSignal; expectJson?: boolean; apiKey?: string | null },
   retry: RetryPolicy,
 ): Promise<unknown> {
   let lastError: unknown;
@@ -41,7 +42,10 @@ export async function requestJson(
     try {
       res = await fetch(baseUrl + path, {
         method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
-        headers: init.body === undefined ? undefined : { 'content-type': 'application/json' },
+        headers: {
+          ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(init.apiKey ? { authorization: `Bearer ${init.apiKey}` } : {}),
+        },
         body: init.body === undefined ? undefined : JSON.stringify(init.body),
         signal,
       });
@@ -78,9 +82,9 @@ export async function requestJson(
  * One `GET /health` without retries (5 s timeout): true when the engine answers, false when it is
  * unreachable or answers with an error. Other failures (a bug) are rethrown.
  */
-export async function probeHealth(engineId: string, url: string, retry: RetryPolicy): Promise<boolean> {
+export async function probeHealth(engineId: string, url: string, retry: RetryPolicy, apiKey: string | null = null): Promise<boolean> {
   try {
-    await requestJson(engineId, url, '/health', { expectJson: false }, { ...retry, attempts: 1, timeoutMs: 5000 });
+    await requestJson(engineId, url, '/health', { expectJson: false, apiKey }, { ...retry, attempts: 1, timeoutMs: 5000 });
     return true;
   } catch (e) {
     if (e instanceof EngineUnavailableError || e instanceof EngineResponseError) return false;

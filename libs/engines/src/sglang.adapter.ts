@@ -43,13 +43,15 @@ export class SglangAdapter implements EngineAdapter {
     private readonly url: string,
     private readonly retry: RetryPolicy = DEFAULT_RETRY,
     kind = 'sglang',
+    /** Bearer token sent with every request (the engine's `--api-key` / admin token), or null. */
+    private readonly apiKey: string | null = null,
   ) {
     this.url = url.replace(/\/+$/, '');
     this.kind = kind;
   }
 
   async serverInfo(): Promise<ServerInfo> {
-    const info = (await requestJson(this.id, this.url, '/get_server_info', {}, this.retry)) as Record<string, unknown> | null;
+    const info = (await requestJson(this.id, this.url, '/get_server_info', { apiKey: this.apiKey, }, this.retry)) as Record<string, unknown> | null;
     const internal = Array.isArray(info?.internal_states) ? (info.internal_states[0] as Record<string, unknown> | undefined) : undefined;
     const cap = info?.max_total_num_tokens ?? internal?.max_total_num_tokens ?? info?.kv_capacity_tokens;
     if (typeof cap !== 'number' || !(cap > 0)) {
@@ -74,7 +76,7 @@ export class SglangAdapter implements EngineAdapter {
     const onAbort = () => void this.abort(req.rid).catch(() => undefined);
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      const res = (await requestJson(this.id, this.url, '/generate', { body, signal }, this.retry)) as SglangGenerateResponse | null;
+      const res = (await requestJson(this.id, this.url, '/generate', { apiKey: this.apiKey,  body, signal }, this.retry)) as SglangGenerateResponse | null;
       const lp = res?.meta_info?.output_token_logprobs;
       if (!res || !Array.isArray(lp)) throw new EngineResponseError(this.id, '/generate answered without meta_info.output_token_logprobs');
       const tokenIds = Array.isArray(res.output_ids) && res.output_ids.length === lp.length ? res.output_ids : lp.map((e) => e[1]);
@@ -89,7 +91,7 @@ export class SglangAdapter implements EngineAdapter {
   }
 
   async abort(rid: string): Promise<void> {
-    await requestJson(this.id, this.url, '/abort_request', { body: { rid }, expectJson: false }, { ...this.retry, attempts: 1, timeoutMs: 5000 });
+    await requestJson(this.id, this.url, '/abort_request', { apiKey: this.apiKey,  body: { rid }, expectJson: false }, { ...this.retry, attempts: 1, timeoutMs: 5000 });
   }
 
   /**
@@ -101,7 +103,7 @@ export class SglangAdapter implements EngineAdapter {
     const body = { model_path: path, ...(opts.version === undefined ? {} : { weight_version: String(opts.version) }) };
     let res: { success?: boolean; message?: string; weight_version?: unknown; manifest_hash?: unknown } | null;
     try {
-      res = (await requestJson(this.id, this.url, '/update_weights_from_disk', { body }, this.retry)) as typeof res;
+      res = (await requestJson(this.id, this.url, '/update_weights_from_disk', { apiKey: this.apiKey, body }, this.retry)) as typeof res;
     } catch (e) {
       // The reference engine answers a refused load with HTTP 400 and {success: false, message}.
       if (e instanceof EngineResponseError) throw new EngineResponseError(this.id, `weight update from ${path} failed: ${e.message}`);
@@ -118,25 +120,25 @@ export class SglangAdapter implements EngineAdapter {
   async loadedWeights(): Promise<LoadedWeights> {
     let res: Record<string, unknown> | null;
     try {
-      res = (await requestJson(this.id, this.url, '/get_weight_version', {}, this.retry)) as Record<string, unknown> | null;
+      res = (await requestJson(this.id, this.url, '/get_weight_version', { apiKey: this.apiKey }, this.retry)) as Record<string, unknown> | null;
     } catch (e) {
       if (!(e instanceof EngineResponseError)) throw e;
-      res = (await requestJson(this.id, this.url, '/get_server_info', {}, this.retry)) as Record<string, unknown> | null;
+      res = (await requestJson(this.id, this.url, '/get_server_info', { apiKey: this.apiKey }, this.retry)) as Record<string, unknown> | null;
     }
     return { weightVersion: str(res?.weight_version), manifestHash: str(res?.manifest_hash) };
   }
 
   /** `GET /get_model_info`: the served model path and, from the reference engine, the tokenizer hash. */
   async modelInfo(): Promise<ModelInfo> {
-    const res = (await requestJson(this.id, this.url, '/get_model_info', {}, this.retry)) as Record<string, unknown> | null;
+    const res = (await requestJson(this.id, this.url, '/get_model_info', { apiKey: this.apiKey }, this.retry)) as Record<string, unknown> | null;
     return { modelPath: str(res?.model_path), tokenizerHash: str(res?.tokenizer_hash) };
   }
 
   async flushCache(): Promise<void> {
-    await requestJson(this.id, this.url, '/flush_cache', { method: 'POST', expectJson: false }, this.retry);
+    await requestJson(this.id, this.url, '/flush_cache', { apiKey: this.apiKey,  method: 'POST', expectJson: false }, this.retry);
   }
 
   health(): Promise<boolean> {
-    return probeHealth(this.id, this.url, this.retry);
+    return probeHealth(this.id, this.url, this.retry, this.apiKey);
   }
 }

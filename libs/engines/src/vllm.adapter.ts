@@ -22,6 +22,8 @@ export interface VllmOptions {
    * 0 (default): only check once.
    */
   reloadWaitMs?: number;
+  /** Bearer token of vLLM's `--api-key`, sent with every request. */
+  apiKey?: string | null;
 }
 
 /**
@@ -51,7 +53,7 @@ export class VllmAdapter implements EngineAdapter {
 
   async serverInfo(): Promise<ServerInfo> {
     if (this.opts.kvCapacityTokens) return { kvCapacityTokens: this.opts.kvCapacityTokens };
-    const text = String(await requestJson(this.id, this.url, '/metrics', { expectJson: false }, this.retry));
+    const text = String(await requestJson(this.id, this.url, '/metrics', { apiKey: this.opts.apiKey,  expectJson: false }, this.retry));
     const line = text.split('\n').find((l) => l.startsWith('vllm:cache_config_info{'));
     const label = (name: string) => Number(line?.match(new RegExp(`${name}="(\\d+)"`))?.[1]);
     const cap = label('num_gpu_blocks') * label('block_size');
@@ -63,7 +65,7 @@ export class VllmAdapter implements EngineAdapter {
 
   private async modelName(): Promise<string> {
     if (this.model) return this.model;
-    const res = (await requestJson(this.id, this.url, '/v1/models', {}, this.retry)) as { data?: { id?: string }[] } | null;
+    const res = (await requestJson(this.id, this.url, '/v1/models', { apiKey: this.opts.apiKey, }, this.retry)) as { data?: { id?: string }[] } | null;
     const id = res?.data?.[0]?.id;
     if (!id) throw new EngineResponseError(this.id, '/v1/models lists no model; give one as vllm=URL?model=NAME');
     this.model = id;
@@ -88,7 +90,7 @@ export class VllmAdapter implements EngineAdapter {
         skip_special_tokens: false,
         ...(req.sampling.stop?.length ? { stop: req.sampling.stop } : {}),
       };
-      const res = (await requestJson(this.id, this.url, '/v1/completions', { body, signal: all }, this.retry)) as { choices?: VllmChoice[] } | null;
+      const res = (await requestJson(this.id, this.url, '/v1/completions', { apiKey: this.opts.apiKey,  body, signal: all }, this.retry)) as { choices?: VllmChoice[] } | null;
       const c = res?.choices?.[0];
       const lps = c?.logprobs?.token_logprobs;
       if (!c || !Array.isArray(lps)) throw new EngineResponseError(this.id, '/v1/completions answered without choices[0].logprobs.token_logprobs');
@@ -129,16 +131,16 @@ export class VllmAdapter implements EngineAdapter {
 
   /** `GET /v1/models`: the served model's path (`root`); vLLM reports no tokenizer hash. */
   async modelInfo(): Promise<ModelInfo> {
-    const res = (await requestJson(this.id, this.url, '/v1/models', {}, this.retry)) as { data?: { id?: string; root?: string }[] } | null;
+    const res = (await requestJson(this.id, this.url, '/v1/models', { apiKey: this.opts.apiKey }, this.retry)) as { data?: { id?: string; root?: string }[] } | null;
     const m = res?.data?.[0];
     return { modelPath: m?.root ?? null, tokenizerHash: null };
   }
 
   async flushCache(): Promise<void> {
-    await requestJson(this.id, this.url, '/reset_prefix_cache', { method: 'POST', expectJson: false }, this.retry);
+    await requestJson(this.id, this.url, '/reset_prefix_cache', { apiKey: this.opts.apiKey,  method: 'POST', expectJson: false }, this.retry);
   }
 
   health(): Promise<boolean> {
-    return probeHealth(this.id, this.url, this.retry);
+    return probeHealth(this.id, this.url, this.retry, this.opts.apiKey ?? null);
   }
 }

@@ -1,8 +1,10 @@
 import { Pool, type PoolClient, type PoolConfig } from 'pg';
 import { parseEvent, type EventType, type RstarEvent } from '@rstar/contracts';
 import { CorruptEventError, EventStoreConfigError } from './errors';
-import { MIGRATIONS } from './migrations';
-import { copyAppend, type AppendRow } from './copy-append';
+import { LATEST_MIGRATION, MIGRATIONS } from './migrations';
+import { copyAppend } from './copy-append';
+import { planAppend, type AppendRow, type PlannedRow } from './append.plan';
+import { ChainVerifier, type ChainReport, type ChainRow } from './hash-chain';
 import { START, type LogPosition } from './position';
 
 /** An archived event: the envelope (upcast to the current version) plus its place in the log. */
@@ -43,6 +45,12 @@ export interface EventStoreOptions {
    * unless the server reports itself as PGlite.
    */
   appendMethod?: 'auto' | 'unnest' | 'copy';
+  /**
+   * Run pending migrations at connect (default true). False for a service's least-privilege role, which may
+   * not change the schema: connect then checks the archive is at the latest migration
+   * (@throws EventStoreConfigError naming `rstar db migrate` otherwise).
+   */
+  migrate?: boolean;
 }
 
 export interface AppendResult {
@@ -102,7 +110,8 @@ export class EventStore {
     if (!opts.pool) pool.on('error', () => undefined);
     const store = new EventStore(pool, !opts.pool, schema, method === 'copy' ? 'copy' : 'unnest');
     try {
-      await store.migrate();
+      if (opts.migrate === false) await store.checkMigrated();
+      else await store.migrate();
       if (method === 'auto') {
         const v = (await pool.query('SELECT version() AS v')).rows[0].v as string;
         store.method = /pglite/i.test(v) ? 'unnest' : 'copy';
@@ -117,6 +126,25 @@ export class EventStore {
   /** The append path in use (`'auto'` resolved at connect). */
   get appendMethod(): 'unnest' | 'copy' {
     return this.method;
+  }
+
+  /**
+   * Check that the archive is at {@link LATEST_MIGRATION} (a role that may not migrate).
+   * @throws EventStoreConfigError naming the fix when it is behind or missing.
+   */
+  async checkMigrated(): Promise<void> {
+    let version = 0;
+    try {
+      version = Number((await this.pool.query(`SELECT coalesce(max(version), 0) AS v FROM "${this.schema}".schema_migrations`)).rows[0].v);
+    } catch (e) {
+      if ((e as { code?: string }).code !== '42P01' && (e as { code?: string }).code !== '3F000') throw e;
+    }
+    if (version < LATEST_MIGRATION) {
+      throw new EventStoreConfigError(
+        `the archive schema "${this.schema}" is at migration ${version}, this code needs ${LATEST_MIGRATION}: run \`rstar db migrate\` with the owner role (this service's role may not change the schema)`,
+        'migrate',
+      );
+    }
   }
 
   /** Apply pending migrations under a session advisory lock (safe when several processes boot at once). */
@@ -135,6 +163,7 @@ export class EventStore {
         if (done.has(m.version)) continue;
         await c.query('BEGIN');
         try {
+          await c.query(`SET LOCAL rstar.migrating = 'on'`);
           await c.query(m.sql.replaceAll('{{schema}}', `"${this.schema}"`));
           await c.query(`INSERT INTO "${this.schema}".schema_migrations (version, name) VALUES ($1, $2)`, [m.version, m.name]);
           await c.query('COMMIT');
@@ -151,7 +180,8 @@ export class EventStore {
 
   /**
    * Append a batch atomically. Events whose id is already stored (or repeated in the batch) are
-   * dropped; the others get the next positions of their streams, in batch order. With
+   * dropped; the others get the next positions of their streams, in batch order, and their chain hashes
+   * (hash-chain.ts), planned under the streams' advisory locks ({@link planAppend}). With
    * `appendMethod: 'copy'` the rows go in by COPY (see {@link copyAppend}); a unique violation there
    * retries the batch once with `unnest`, whose `ON CONFLICT (id) DO NOTHING` settles it.
    */
@@ -165,17 +195,23 @@ export class EventStore {
       streamId: e.streamId,
       data: JSON.stringify(e.data),
       meta: JSON.stringify(e.meta),
+      dataValue: e.data,
+      metaValue: e.meta,
     }));
+    const write = async (c: PoolClient, streams: string[], method: 'copy' | 'unnest') => {
+      const planned = await planAppend(c, this.t, rows, streams);
+      return method === 'copy' ? copyAppend(c, this.t, planned) : this.unnestAppend(c, planned);
+    };
     let appended: number;
     if (this.method === 'copy') {
       try {
-        appended = await this.inTransaction(rows, (c, streams) => copyAppend(c, this.t, rows, streams));
+        appended = await this.inTransaction(rows, (c, streams) => write(c, streams, 'copy'));
       } catch (e) {
         if ((e as { code?: string }).code !== '23505') throw e;
-        appended = await this.inTransaction(rows, (c, streams) => this.unnestAppend(c, rows, streams));
+        appended = await this.inTransaction(rows, (c, streams) => write(c, streams, 'unnest'));
       }
     } else {
-      appended = await this.inTransaction(rows, (c, streams) => this.unnestAppend(c, rows, streams));
+      appended = await this.inTransaction(rows, (c, streams) => write(c, streams, 'unnest'));
     }
     return { appended, duplicates: events.length - appended };
   }
@@ -201,22 +237,14 @@ export class EventStore {
     }
   }
 
-  private async unnestAppend(c: PoolClient, rows: readonly AppendRow[], _streams: readonly string[]): Promise<number> {
+  private async unnestAppend(c: PoolClient, rows: readonly PlannedRow[]): Promise<number> {
+    if (!rows.length) return 0;
     const res = await c.query(
-      `WITH input AS (
-         SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[])
-           WITH ORDINALITY AS t(id, type, version, run_id, stream_id, data, meta, ord)
-       ), fresh AS (
-         SELECT DISTINCT ON (i.id) i.* FROM input i
-         WHERE NOT EXISTS (SELECT 1 FROM ${this.t} e WHERE e.id = i.id)
-         ORDER BY i.id, i.ord
-       ), numbered AS (
-         SELECT f.*, COALESCE(h.pos, 0) + row_number() OVER (PARTITION BY f.stream_id ORDER BY f.ord) AS stream_position
-         FROM fresh f
-         LEFT JOIN LATERAL (SELECT max(e.stream_position) AS pos FROM ${this.t} e WHERE e.stream_id = f.stream_id) h ON true
-       )
-       INSERT INTO ${this.t} (id, type, version, run_id, stream_id, stream_position, data, meta)
-       SELECT id, type, version, run_id, stream_id, stream_position, data::jsonb, meta::jsonb FROM numbered ORDER BY ord
+      `INSERT INTO ${this.t} (id, type, version, run_id, stream_id, stream_position, data, meta, hash)
+       SELECT id, type, version, run_id, stream_id, pos, data::jsonb, meta::jsonb, decode(hash, 'hex')
+       FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::text[], $9::text[])
+         WITH ORDINALITY AS t(id, type, version, run_id, stream_id, pos, data, meta, hash, ord)
+       ORDER BY ord
        ON CONFLICT (id) DO NOTHING`,
       [
         rows.map((r) => r.id),
@@ -224,11 +252,54 @@ export class EventStore {
         rows.map((r) => r.version),
         rows.map((r) => r.runId),
         rows.map((r) => r.streamId),
+        rows.map((r) => r.streamPosition),
         rows.map((r) => r.data),
         rows.map((r) => r.meta),
+        rows.map((r) => r.hash.toString('hex')),
       ],
     );
     return res.rowCount ?? 0;
+  }
+
+  /**
+   * Check the hash chain of every stream of a run (`rstar replay verify`): each event's stored hash against
+   * its stored content and its predecessor's hash (hash-chain.ts). Reads the run once, stream by stream in
+   * stream order, through a server-side cursor in pages of `pageSize` rows, as stored (not upcast). The
+   * report names the first event that breaks the chain. `onRow` sees every row as read (e.g. to check
+   * its producer's signature).
+   */
+  async verifyChain(runId: string, opts: { pageSize?: number; onRow?: (row: ChainRow) => void } = {}): Promise<ChainReport> {
+    const verifier = new ChainVerifier();
+    const pageSize = checkLimit(opts.pageSize, 5000);
+    const c = await this.pool.connect();
+    try {
+      await c.query('BEGIN READ ONLY');
+      await c.query(
+        `DECLARE rstar_chain NO SCROLL CURSOR FOR
+         SELECT global_position, id, type, version, run_id, stream_id, stream_position, data, meta, hash FROM ${this.t}
+         WHERE run_id = $1 ORDER BY stream_id, stream_position`,
+        [runId],
+      );
+      for (;;) {
+        const r = await c.query(`FETCH ${pageSize} FROM rstar_chain`);
+        for (const row of r.rows) {
+          const chainRow: ChainRow = {
+            id: row.id, type: row.type, version: row.version, runId: row.run_id, streamId: row.stream_id, streamPosition: Number(row.stream_position),
+            globalPosition: Number(row.global_position), data: row.data, meta: row.meta, hash: row.hash,
+          };
+          verifier.add(chainRow);
+          opts.onRow?.(chainRow);
+        }
+        if (r.rows.length < pageSize) break;
+      }
+      await c.query('COMMIT');
+    } catch (e) {
+      await c.query('ROLLBACK').catch(() => undefined);
+      throw e;
+    } finally {
+      c.release();
+    }
+    return verifier.report();
   }
 
   /**

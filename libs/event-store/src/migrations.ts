@@ -1,7 +1,8 @@
 /**
  * Schema migrations of the event archive (ARCHITECTURE §4), applied in order and recorded in
  * `<schema>.schema_migrations`. Append new entries; never edit an applied one.
- * `{{schema}}` is replaced by the quoted schema name.
+ * `{{schema}}` is replaced by the quoted schema name. Each runs in a transaction with
+ * `rstar.migrating = on`, the only way past the append-only trigger of migration 2.
  */
 export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   {
@@ -27,4 +28,34 @@ export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: str
       CREATE INDEX IF NOT EXISTS events_run_type_idx ON {{schema}}.events (run_id, type);
     `,
   },
+  {
+    version: 2,
+    name: 'hash chain and append-only events',
+    // The chain hash of each event (hash-chain.ts), computed by the archiver at append time; null for
+    // events archived before. The trigger refuses UPDATE, DELETE and TRUNCATE of events to everyone,
+    // owner and superuser included, unless a migration set rstar.migrating; grants keep the services
+    // from it as well (roles.sql.ts).
+    sql: `
+      ALTER TABLE {{schema}}.events ADD COLUMN IF NOT EXISTS hash bytea;
+      CREATE OR REPLACE FUNCTION {{schema}}.events_append_only() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      BEGIN
+        IF coalesce(current_setting('rstar.migrating', true), '') = 'on' THEN
+          IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
+          RETURN NEW;
+        END IF;
+        RAISE EXCEPTION 'the event archive %.events is append-only: % refused (only a migration may rewrite events)', TG_TABLE_SCHEMA, TG_OP
+          USING ERRCODE = 'RS001', HINT = 'events are never changed or removed; append a correcting event instead';
+      END
+      $fn$;
+      DROP TRIGGER IF EXISTS events_append_only_rows ON {{schema}}.events;
+      CREATE TRIGGER events_append_only_rows BEFORE UPDATE OR DELETE ON {{schema}}.events
+        FOR EACH ROW EXECUTE FUNCTION {{schema}}.events_append_only();
+      DROP TRIGGER IF EXISTS events_append_only_truncate ON {{schema}}.events;
+      CREATE TRIGGER events_append_only_truncate BEFORE TRUNCATE ON {{schema}}.events
+        FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.events_append_only();
+    `,
+  },
 ];
+
+/** The newest migration version this code knows. */
+export const LATEST_MIGRATION = MIGRATIONS[MIGRATIONS.length - 1].version;

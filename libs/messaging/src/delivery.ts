@@ -6,6 +6,7 @@ import {
   parseEvent,
   type RstarEvent,
 } from '@rstar/contracts';
+import type { EventVerifier } from '@rstar/security';
 import type { Logger } from '@rstar/telemetry';
 import { PermanentError, type DeliveryContext, type EventHandler } from './bus.port';
 
@@ -19,18 +20,26 @@ export type DeliveryOutcome =
  * Parse a payload and run the handler, mapping the result to ack / retry / dead-letter:
  * invalid or unknown payloads and {@link PermanentError}/{@link ContractError} thrown by the handler
  * dead-letter; any other error (including `TransientError`) retries; an event of a type the
- * subscription did not ask for is acked without calling the handler.
+ * subscription did not ask for is acked without calling the handler. With a `verifier`, an event of a
+ * type it requires signed (`PolicyUpdated`, `RunStarted`) that is unsigned or wrongly signed is
+ * dead-lettered (field `meta.signature`, the reason naming the event) and never reaches the handler.
  */
 export async function deliver(
   payload: string | Uint8Array,
   types: ReadonlySet<string>,
   handler: EventHandler<any>,
   ctx: DeliveryContext,
+  verifier?: EventVerifier | null,
 ): Promise<DeliveryOutcome> {
   const parsed = parsePayload(payload);
   if (!('event' in parsed)) return parsed;
   const event = parsed.event;
   if (!types.has(event.type)) return { kind: 'ack' };
+  if (verifier?.requires(event.type)) {
+    // Checked on the payload as sent: the schema parse may default or drop fields the producer signed.
+    const check = verifier.verify(JSON.parse(typeof payload === 'string' ? payload : new TextDecoder().decode(payload)));
+    if (!check.ok) return { kind: 'dead', reason: `${check.code}: ${check.reason}`, field: 'meta.signature' };
+  }
   try {
     await handler(event, ctx);
     return { kind: 'ack' };

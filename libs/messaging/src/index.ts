@@ -7,3 +7,4 @@ export * from './jetstream.bus';
 export * from './jetstream.publisher';
 export * from './service.env';
 export * from './service.lifecycle';
+export * from './nats-security.options';

@@ -113,5 +113,35 @@ describe('JetStreamBus (real NATS)', () => {
     expect(d.type === 'DeadLettered' && d.data.field).toBe('RunFailed.data.error');
     await sub.drain();
   });
-});
 
+  it('waitForConsumer resolves once a durable acked everything the stream held when asked, not before', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const handled = new Set<string>();
+    const sub = await bus.subscribeBatches({
+      durable: 'laggard',
+      from: 'all',
+      maxBatch: 50,
+      maxWaitMs: 5,
+      handler: async (events) => {
+        await gate;
+        for (const e of events) handled.add(e.id);
+      },
+    });
+    await bus.publish(Array.from({ length: 120 }, (_, i) => ev(3000 + i)));
+    let done = false;
+    const waiting = bus.waitForConsumer('laggard').then(() => (done = true));
+    const reasons: string[] = [];
+    await expect(bus.waitForConsumer('laggard', { timeoutMs: 300, onWait: (r) => reasons.push(r) })).rejects.toThrow(/consumer laggard has acked up to stream sequence \d+ of \d+/);
+    expect(reasons.length).toBeGreaterThan(0);
+    expect(done).toBe(false);
+    release();
+    await waiting;
+    // Every event published before the call was handled (and acked) by then.
+    for (let i = 0; i < 120; i++) expect(handled.has(ev(3000 + i).id)).toBe(true);
+    await expect(bus.waitForConsumer('no-such-durable', { timeoutMs: 300 })).rejects.toThrow(/consumer no-such-durable not readable yet/);
+    // A reader started before the archiver ever ran does not wait for it.
+    await bus.waitForConsumer('no-such-durable', { resolveIfMissing: true, timeoutMs: 5_000 });
+    await sub.drain();
+  });
+});

@@ -11,18 +11,30 @@ import {
   type JetStreamManager,
   type JsMsg,
 } from '@nats-io/jetstream';
-import type { EventType, RstarEvent } from '@rstar/contracts';
+import { RstarError, type EventType, type RstarEvent } from '@rstar/contracts';
+import type { EventSigner, EventVerifier, NatsAuth, NatsClientTls } from '@rstar/security';
 import { createLogger, gauge, type Logger } from '@rstar/telemetry';
 import type { BatchSubscribeOptions, BatchSubscriber, EventBus, RawPublisher, SubscribeOptions, Subscription } from './bus.port';
 import { JetStreamBatchSubscription } from './jetstream-batch.subscription';
 import { JetStreamPublisher } from './jetstream.publisher';
-import { backoffDelay } from './backoff';
+import { backoffDelay, delay } from './backoff';
 import { deadLetterEvent, deliver, logDeadLetter } from './delivery';
 import { busSubjectOf, toBusSubject, toContractSubject } from './subjects';
 import { BusClosedError } from './in-process.bus';
+import { natsSecurityConnectOptions } from './nats-security.options';
+
+/**
+ * The stream is not there and this client may not create it (secured mode: only the control plane
+ * manages the stream). Retried by the caller until the control plane has created it.
+ */
+export class StreamMissingError extends RstarError {
+  constructor(stream: string) {
+    super('stream_missing', `stream ${stream} does not exist yet; in secured mode the control plane creates it (start control-plane, or run \`rstar security provision-stream\` as it)`, 'RSTAR_STREAM');
+  }
+}
 
 export interface JetStreamBusOptions {
-  /** NATS server URL(s), e.g. `nats://127.0.0.1:4222`. */
+  /** NATS server URL(s), e.g. `nats://127.0.0.1:4222`; a string may list several, comma-separated (a cluster). */
   servers: string | string[];
   /** Stream name (default `RSTAR`). */
   stream?: string;
@@ -30,10 +42,38 @@ export interface JetStreamBusOptions {
   subjectPrefix?: string;
   /** Connection name shown by the server (default `rstar`). */
   name?: string;
+  /**
+   * Copies of the stream kept by a NATS cluster (1..5; 3 survives losing one node). Set: the stream is
+   * created with it and an existing stream with another count is updated to it. Unset: a new stream gets
+   * one copy and an existing stream is left as it is (a client never scales down what services set up).
+   */
+  replicas?: number;
+  /**
+   * Upper bound of the stream's size in bytes (each replica holds a full copy): past it the oldest
+   * messages are dropped. The archive is the record and the stream its buffer, so this bounds how far the
+   * archiver may fall behind (docs/deploy.md sizes it). Set: applied at create and update. Unset: no limit
+   * on a new stream, an existing stream's limit left alone.
+   */
+  maxBytes?: number;
   /** Give up a publish after retrying this long, in ms (default 120 s, the duplicate window). */
   publishDeadlineMs?: number;
   /** Publishes in flight at once for an array publish (default 256). */
   publishWindow?: number;
+  /** Credentials of a secured NATS (nkey, user/password or JWT creds); none = an open server. */
+  auth?: NatsAuth | null;
+  /** TLS for the client connection (required when given). */
+  tls?: NatsClientTls | null;
+  /** Inbox prefix the client's subscribe permission allows (`_INBOX_<principal>`); default `_INBOX`. */
+  inboxPrefix?: string | null;
+  /**
+   * Create or update the stream at connect (default true). False in secured mode for every service but the
+   * control plane: the stream must exist, else connect throws {@link StreamMissingError}.
+   */
+  manageStream?: boolean;
+  /** Sign every published event with this producer's key (`meta.signature`). */
+  signer?: EventSigner | null;
+  /** Refuse (dead-letter) delivered events of the verifier's required types that are unsigned or wrongly signed. */
+  verifier?: EventVerifier | null;
   logger?: Logger;
 }
 
@@ -41,7 +81,8 @@ const lagGauge = () => gauge('rstar_consumer_lag', 'Messages published but not y
 
 /**
  * {@link EventBus} on NATS JetStream (ARCHITECTURE §4). At {@link JetStreamBus.connect} it ensures
- * the stream (file storage, subjects `<prefix>.>`, 2 min duplicate window). `publish` sets
+ * the stream (file storage, subjects `<prefix>.>`, 2 min duplicate window, `replicas` copies on a
+ * cluster; durable consumers inherit the stream's replica count). `publish` sets
  * `Nats-Msg-Id` = event id and the `traceparent` header, awaits the publish ack, and retries with
  * backoff while the server is unreachable (the msg id makes a retried publish a no-op). Each
  * subscription is a durable pull consumer with explicit ack; because nats-server 2.9 allows one filter
@@ -64,36 +105,74 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
   ) {
     this.prefix = opts.subjectPrefix ?? 'rstar';
     this.stream = opts.stream ?? 'RSTAR';
-    this.publisher = new JetStreamPublisher(nc, { deadlineMs: opts.publishDeadlineMs, log });
+    this.publisher = new JetStreamPublisher(nc, { deadlineMs: opts.publishDeadlineMs, log, inboxPrefix: opts.inboxPrefix ?? undefined });
   }
 
-  /** Connect (reconnecting forever afterwards) and ensure the stream exists. */
+  /** The verifier delivered events are checked with (secured mode), or null. */
+  get verifier(): EventVerifier | null {
+    return this.opts.verifier ?? null;
+  }
+
+  /**
+   * Connect (reconnecting forever afterwards) and ensure the stream exists (`manageStream`, the default), or
+   * check that it does (@throws StreamMissingError).
+   */
   static async connect(opts: JetStreamBusOptions): Promise<JetStreamBus> {
     if (!opts.servers || (Array.isArray(opts.servers) && !opts.servers.length)) {
       throw new Error('JetStreamBus: option "servers" is required (e.g. nats://127.0.0.1:4222)');
     }
     const log = opts.logger ?? createLogger('jetstream-bus');
+    const servers = (Array.isArray(opts.servers) ? opts.servers : opts.servers.split(',')).map((s) => s.trim()).filter(Boolean);
     const nc = await connect({
-      servers: opts.servers,
+      servers,
       name: opts.name ?? 'rstar',
       maxReconnectAttempts: -1,
       reconnectTimeWait: 250,
       // An Error (with a stack trace) per request costs ~25 µs per publish; publish errors name the event id anyway.
       noAsyncTraces: true,
+      ...natsSecurityConnectOptions(opts),
     });
-    const jsm = await jetstreamManager(nc);
-    const bus = new JetStreamBus(nc, jetstream(nc, { timeout: 5_000 }), jsm, opts, log);
-    await bus.ensureStream();
-    return bus;
+    try {
+      const jsm = await jetstreamManager(nc);
+      const bus = new JetStreamBus(nc, jetstream(nc, { timeout: 5_000 }), jsm, opts, log);
+      if (opts.manageStream === false) await bus.requireStream();
+      else await bus.ensureStream();
+      return bus;
+    } catch (e) {
+      await nc.close().catch(() => undefined);
+      throw e;
+    }
+  }
+
+  private async requireStream(): Promise<void> {
+    try {
+      await this.jsm.streams.info(this.stream);
+    } catch (e) {
+      if (/not found/i.test((e as Error).message)) throw new StreamMissingError(this.stream);
+      throw e;
+    }
   }
 
   private async ensureStream(): Promise<void> {
     const subject = `${this.prefix}.>`;
+    const replicas = this.opts.replicas;
+    if (replicas !== undefined && !(Number.isInteger(replicas) && replicas >= 1 && replicas <= 5)) {
+      throw new Error(`JetStreamBus: option "replicas" must be an integer 1..5 (NATS's limit), got ${replicas}`);
+    }
+    const maxBytes = this.opts.maxBytes;
+    if (maxBytes !== undefined && !(Number.isSafeInteger(maxBytes) && maxBytes > 0)) {
+      throw new Error(`JetStreamBus: option "maxBytes" must be a positive integer of bytes, got ${maxBytes}`);
+    }
     try {
       const info = await this.jsm.streams.info(this.stream);
-      if (!info.config.subjects?.includes(subject)) {
-        await this.jsm.streams.update(this.stream, { subjects: [...(info.config.subjects ?? []), subject] });
+      const update: { subjects?: string[]; num_replicas?: number; max_bytes?: number } = {};
+      if (!info.config.subjects?.includes(subject)) update.subjects = [...(info.config.subjects ?? []), subject];
+      if (replicas !== undefined && info.config.num_replicas !== replicas) {
+        this.log.info('changing the stream\'s replicas', { stream: this.stream, from: info.config.num_replicas, to: replicas });
+        update.num_replicas = replicas;
       }
+      if (maxBytes !== undefined && info.config.max_bytes !== maxBytes) update.max_bytes = maxBytes;
+      if (update.subjects || update.num_replicas || update.max_bytes) await this.jsm.streams.update(this.stream, update);
     } catch (e) {
       if (!/not found/i.test((e as Error).message)) throw e;
       await this.jsm.streams.add({
@@ -101,12 +180,15 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
         subjects: [subject],
         storage: StorageType.File,
         duplicate_window: nanos(120_000),
+        num_replicas: replicas ?? 1,
+        ...(maxBytes !== undefined ? { max_bytes: maxBytes } : {}),
       });
     }
   }
 
   async publish(events: RstarEvent | readonly RstarEvent[]): Promise<void> {
-    const list = (Array.isArray(events) ? events : [events]) as readonly RstarEvent[];
+    const given = (Array.isArray(events) ? events : [events]) as readonly RstarEvent[];
+    const list = this.opts.signer ? this.opts.signer.sign(given) : given;
     const window = this.opts.publishWindow ?? 256;
     let next = 0;
     const worker = async () => {
@@ -214,6 +296,43 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
     return missing;
   }
 
+  /**
+   * Resolves once durable consumer `durable` has acked every message the stream held when this was
+   * called (its ack floor reached the stream's last sequence). A reader that rebuilds state from the
+   * archive calls it with the archiver's durable first: events its own consumer acked before a restart
+   * may still be on their way to Postgres (an archiver behind after a Postgres restart), and reading
+   * before they land would lose them. Polls with backoff (250 ms doubling to 5 s) while the consumer is
+   * behind, missing, or the cluster cannot answer; `onWait` is called on each wait with the reason.
+   * With `resolveIfMissing`, a durable the stream does not have (the stream answered, the consumer is not
+   * found) counts as caught up: no such consumer ever ran here, so nothing of it is on its way anywhere
+   * (a reader started before the archiver's first start must not wait for it forever).
+   * @throws Error after `timeoutMs` (default: no limit), naming the consumer and how far it got.
+   */
+  async waitForConsumer(durable: string, opts: { timeoutMs?: number; onWait?: (reason: string) => void; resolveIfMissing?: boolean } = {}): Promise<void> {
+    const t0 = Date.now();
+    let target: number | null = null;
+    for (let attempt = 1; ; attempt++) {
+      let reason: string;
+      try {
+        target ??= (await this.jsm.streams.info(this.stream)).state.last_seq;
+        const info = await this.jsm.consumers.info(this.stream, durable).catch((e: Error) => {
+          if (opts.resolveIfMissing && /consumer not found/i.test(e.message)) return null;
+          throw e;
+        });
+        if (info === null) return;
+        // Past the target, or nothing left to deliver or ack (a filtered consumer's ack floor stops at the
+        // last message it matches, which may sit below the stream's last sequence).
+        if (info.ack_floor.stream_seq >= target || (info.num_pending === 0 && info.num_ack_pending === 0)) return;
+        reason = `consumer ${durable} has acked up to stream sequence ${info.ack_floor.stream_seq} of ${target}`;
+      } catch (e) {
+        reason = `consumer ${durable} not readable yet: ${(e as Error).message}`;
+      }
+      if (opts.timeoutMs !== undefined && Date.now() - t0 > opts.timeoutMs) throw new Error(`waited ${opts.timeoutMs} ms for ${reason}`);
+      opts.onWait?.(reason);
+      await delay(backoffDelay(attempt, 250, 5_000));
+    }
+  }
+
   /** @internal Publish the dead letter, then the caller terms the message. */
   async deadLetter(consumer: string, m: JsMsg, reason: string, field: string | null): Promise<void> {
     const subject = toContractSubject(this.prefix, m.subject);
@@ -286,7 +405,7 @@ class JetStreamSubscription implements Subscription {
         subject: m.subject,
         deliveryCount: count,
         working: () => m.working(),
-      });
+      }, this.bus.verifier);
       if (outcome.kind === 'ack') m.ack();
       else if (outcome.kind === 'dead') {
         await this.bus.deadLetter(name, m, outcome.reason, outcome.field);

@@ -16,6 +16,22 @@ export class PublishTimeoutError extends RstarError {
 }
 
 
+/** NATS refused a publish: this client's user may not publish on the subject (a permissions violation). */
+export class PublishDeniedError extends RstarError {
+  constructor(
+    readonly subject: string,
+    readonly eventId: string,
+  ) {
+    super('publish_denied', `NATS refused the publish of ${eventId || '(no id)'} on ${subject}: this client's NATS user may not publish there (it may publish only the event types its principal produces, see @rstar/security BUS_ROLES)`, 'subject');
+  }
+}
+
+/** A status event of the connection (nats.js `status()`), the fields read here. */
+interface StatusEvent {
+  type: string;
+  error?: { name?: string; operation?: string; subject?: string; message?: string };
+}
+
 /** The parts of a core NATS message the ack handler reads. */
 interface AckMsg {
   subject: string;
@@ -40,10 +56,12 @@ export interface JetStreamPublisherOptions {
   ackTimeoutMs?: number;
   /** Give up after retrying this long, in ms (default 120 s, the stream's duplicate window). */
   deadlineMs?: number;
+  /** Prefix of the ack inbox (the connection's inbox prefix, which a secured user may subscribe to). */
+  inboxPrefix?: string;
   log: Logger;
 }
 
-const createInbox = (transport as unknown as { createInbox: () => string }).createInbox;
+const createInbox = (transport as unknown as { createInbox: (prefix?: string) => string }).createInbox;
 
 /**
  * JetStream publishing with many acks in flight at the cost of one core publish each. `js.publish`
@@ -54,7 +72,7 @@ const createInbox = (transport as unknown as { createInbox: () => string }).crea
  * (server down: the client buffers while it reconnects) retry with backoff until `deadlineMs`.
  */
 export class JetStreamPublisher {
-  private readonly inbox = createInbox();
+  private readonly inbox: string;
   private readonly pending = new Map<string, Pending>();
   private readonly sweeper: NodeJS.Timeout;
   private readonly sub: { unsubscribe(): void };
@@ -67,11 +85,34 @@ export class JetStreamPublisher {
     private readonly nc: NatsConnection,
     private readonly opts: JetStreamPublisherOptions,
   ) {
+    this.inbox = createInbox(opts.inboxPrefix);
     this.ackTimeoutMs = opts.ackTimeoutMs ?? 5_000;
     this.deadlineMs = opts.deadlineMs ?? 120_000;
     this.sub = nc.subscribe(`${this.inbox}.*`, { callback: (err: Error | null, msg: AckMsg) => (err ? undefined : this.onAck(msg)) });
     this.sweeper = setInterval(() => this.sweep(), Math.min(250, this.ackTimeoutMs));
     this.sweeper.unref();
+    void this.watchPermissions();
+  }
+
+  /**
+   * A publish the server refuses for permissions never gets an ack; the server says so asynchronously
+   * (`-ERR 'Permissions Violation for Publish to "<subject>"'`). Every publish waiting on that subject is
+   * rejected at once with {@link PublishDeniedError}, logged as an error, instead of being retried.
+   */
+  private async watchPermissions(): Promise<void> {
+    const status = (this.nc as unknown as { status(): AsyncIterable<StatusEvent> }).status();
+    for await (const s of status) {
+      if (this.closed) return;
+      const err = s.type === 'error' ? s.error : undefined;
+      if (err?.name !== 'PermissionViolationError' || err.operation !== 'publish' || !err.subject) continue;
+      for (const [token, p] of this.pending) {
+        if (p.subject !== err.subject) continue;
+        this.pending.delete(token);
+        const denied = new PublishDeniedError(p.subject, p.msgId ?? '');
+        this.opts.log.error(denied.message, { subject: p.subject, msgId: p.msgId, code: denied.code });
+        p.reject(denied);
+      }
+    }
   }
 
   /** Publish; resolves once JetStream acknowledged (stored or dropped as a duplicate). */

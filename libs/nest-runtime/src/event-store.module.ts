@@ -5,8 +5,8 @@ import { SERVICE_NAME } from './service-identity';
 import { StoreConnection } from './store.connection';
 
 /**
- * The Postgres event archive ({@link StoreConnection}) from `RSTAR_DATABASE_URL` and `RSTAR_DB_SCHEMA`
- * (see `storeEnv`). Imported only by the services that read or write the archive. Global.
+ * The Postgres event archive ({@link StoreConnection}) from `RSTAR_DATABASE_URL`, `RSTAR_DB_SCHEMA` and
+ * `RSTAR_DB_MIGRATE` (see `storeEnv`; false for a least-privilege role that may not migrate). Imported only by the services that read or write the archive. Global.
  */
 @Global()
 @Module({})
@@ -19,7 +19,11 @@ export class EventStoreModule {
           provide: StoreConnection,
           inject: [ConfigService, ReadinessRegistry, SERVICE_NAME],
           useFactory: (cfg: ConfigService, registry: ReadinessRegistry, service: string) =>
-            new StoreConnection({ connectionString: cfg.get('RSTAR_DATABASE_URL'), schema: cfg.get('RSTAR_DB_SCHEMA') }, registry, service),
+            new StoreConnection(
+              { connectionString: cfg.get('RSTAR_DATABASE_URL'), schema: cfg.get('RSTAR_DB_SCHEMA'), migrate: cfg.get('RSTAR_DB_MIGRATE') !== 'false' },
+              registry,
+              service,
+            ),
         },
       ],
       exports: [StoreConnection],

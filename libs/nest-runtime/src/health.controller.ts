@@ -1,5 +1,6 @@
 import { Controller, Get, Inject } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
+import { PublicRoute } from './auth/require-scope.decorator';
 import { ReadinessRegistry } from './readiness.registry';
 import { SERVICE_NAME } from './service-identity';
 
@@ -9,6 +10,7 @@ import { SERVICE_NAME } from './service-identity';
  * is ready, else 503 with the one that is not and why (Terminus' response shape).
  */
 @Controller('health')
+@PublicRoute()
 export class HealthController {
   constructor(
     private readonly health: HealthCheckService,

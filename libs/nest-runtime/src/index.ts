@@ -12,3 +12,8 @@ export * from './event-store.module';
 export * from './metrics.module';
 export * from './background.worker';
 export * from './bootstrap';
+export * from './auth/security.env';
+export * from './auth/security.settings.provider';
+export * from './auth/require-scope.decorator';
+export * from './auth/api-token.guard';
+export * from './auth/security.module';

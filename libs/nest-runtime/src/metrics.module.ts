@@ -1,6 +1,10 @@
 import { Module } from '@nestjs/common';
-import { PrometheusModule } from '@willsoto/nestjs-prometheus';
+import { PrometheusController, PrometheusModule } from '@willsoto/nestjs-prometheus';
 import { collectProcessMetrics } from '@rstar/telemetry';
+import { PublicRoute } from './auth/require-scope.decorator';
+
+// Prometheus scrapes without a token, as Kubernetes probes do (the guard lets public routes through).
+PublicRoute()(PrometheusController);
 
 /**
  * `GET /metrics` in Prometheus text (@willsoto/nestjs-prometheus over prom-client's default registry,

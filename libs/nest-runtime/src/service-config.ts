@@ -1,5 +1,6 @@
 import { RstarError } from '@rstar/contracts';
 import { z } from 'zod';
+import { securityEnv } from './auth/security.env';
 
 /**
  * A missing or bad service setting. `field` is the environment variable; the message says what was
@@ -26,16 +27,25 @@ export const intVar = (dflt: number, min: number, fix: string) => z.coerce.numbe
 /**
  * The settings every service reads: `PORT`, `HOST` (default 0.0.0.0, as a container needs), and the bus:
  * `RSTAR_NATS_URL` (comma-separated servers), `RSTAR_STREAM` / `RSTAR_SUBJECT_PREFIX` (isolation of several
- * deployments on one NATS).
+ * deployments on one NATS), `RSTAR_STREAM_REPLICAS` (the stream's copies on a NATS cluster), `RSTAR_STREAM_MAX_BYTES` (its size
+ * bound); and the optional security settings (`securityEnv`: credentials, keys, tokens).
  */
 export const baseServiceEnv = (defaultPort: number) =>
-  z.object({
-    PORT: portVar(defaultPort),
-    HOST: z.string().min(1).default('0.0.0.0').describe('the interface to listen on, e.g. 0.0.0.0 or 127.0.0.1'),
-    RSTAR_NATS_URL: z.string().min(1).default('nats://127.0.0.1:4222').describe('the NATS server URL(s), comma-separated, e.g. nats://127.0.0.1:4222'),
-    RSTAR_STREAM: optionalVar('the JetStream stream name (default RSTAR)'),
-    RSTAR_SUBJECT_PREFIX: optionalVar('the subject prefix (default rstar)'),
-  });
+  z
+    .object({
+      PORT: portVar(defaultPort),
+      HOST: z.string().min(1).default('0.0.0.0').describe('the interface to listen on, e.g. 0.0.0.0 or 127.0.0.1'),
+      RSTAR_NATS_URL: z.string().min(1).default('nats://127.0.0.1:4222').describe('the NATS server URL(s), comma-separated, e.g. nats://127.0.0.1:4222'),
+      RSTAR_STREAM: optionalVar('the JetStream stream name (default RSTAR)'),
+      RSTAR_SUBJECT_PREFIX: optionalVar('the subject prefix (default rstar)'),
+      RSTAR_STREAM_REPLICAS: z
+        .preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(1).max(5).optional())
+        .describe('the copies of the stream on a NATS cluster, an integer 1..5 (3 on a 3-node cluster; unset on one server)'),
+      RSTAR_STREAM_MAX_BYTES: z
+        .preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().positive().optional())
+        .describe('the stream\'s size bound in bytes, a positive integer (e.g. 150000000000; unset for no limit)'),
+    })
+    .extend(securityEnv.shape);
 
 /** The archive settings of a service that reads or writes it. */
 export const storeEnv = z.object({
@@ -44,6 +54,10 @@ export const storeEnv = z.object({
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
     .describe('the Postgres archive, e.g. postgres://rstar:rstar@127.0.0.1:5432/rstar'),
   RSTAR_DB_SCHEMA: optionalVar('the event-store schema (default rstar), a lowercase identifier'),
+  RSTAR_DB_MIGRATE: z
+    .enum(['true', 'false'])
+    .default('true')
+    .describe('true (run the archive migrations at start) or false (a least-privilege role: only check the schema is current; run `rstar db migrate` as the owner)'),
 });
 
 /**

@@ -1,7 +1,7 @@
 import { RstarError } from '@rstar/contracts';
 import { EventStore, startEmbeddedPostgres, type EmbeddedPostgres } from '@rstar/event-store';
 import { createLogger, type Logger } from '@rstar/telemetry';
-import { type EventBus, type RawPublisher, InProcessBus, JetStreamBus } from '@rstar/messaging';
+import { type EventBus, type RawPublisher, InProcessBus, JetStreamBus, securedBusOptionsFromEnv } from '@rstar/messaging';
 import { Archiver, type ArchiverOptions } from './archiver';
 
 /** A bad runtime configuration; the message names the setting and the fix. */
@@ -33,6 +33,11 @@ export interface RuntimeOptions {
   archiver?: Omit<ArchiverOptions, 'logger'>;
   /** Client name shown by NATS (default `rstar`). */
   name?: string;
+  /**
+   * Whose bus credentials to use on a secured NATS (`RSTAR_SECRETS_DIR`, `RSTAR_NATS_*`, signing key):
+   * default `cli`, the operator's principal. Without credentials in the environment, the open bus.
+   */
+  principal?: string;
   logger?: Logger;
 }
 
@@ -83,7 +88,14 @@ export async function connectRuntime(opts: RuntimeOptions = {}): Promise<Runtime
     throw e;
   }
   const bus: EventBus & RawPublisher = natsUrl
-    ? await JetStreamBus.connect({ servers: natsUrl, stream: opts.stream, subjectPrefix: opts.subjectPrefix, name: opts.name, logger: opts.logger })
+    ? await JetStreamBus.connect({
+        servers: natsUrl,
+        stream: opts.stream,
+        subjectPrefix: opts.subjectPrefix,
+        name: opts.name,
+        logger: opts.logger,
+        ...securedBusOptionsFromEnv(opts.principal ?? 'cli'),
+      })
     : new InProcessBus({ subjectPrefix: opts.subjectPrefix, logger: opts.logger });
   const mode = natsUrl ? 'distributed' : 'standalone';
   const archiver = (opts.archive ?? !natsUrl) ? new Archiver(bus, store, { ...opts.archiver, logger: opts.logger }) : null;

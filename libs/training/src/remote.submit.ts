@@ -1,5 +1,5 @@
 import { ids, makeEvent, streams, type RunConfig } from '@rstar/contracts';
-import { JetStreamBus, type EventBus } from '@rstar/messaging';
+import { JetStreamBus, securedBusOptionsFromEnv, type EventBus } from '@rstar/messaging';
 import { pipelineDurables, waitForConsumers } from './pipeline.consumers';
 import { stepSummaryLine } from './step-summary.line';
 
@@ -41,7 +41,8 @@ export async function submitRemoteRun(config: RunConfig, opts: RemoteSubmitOptio
   if (config.validateOnly) throw new Error(`config "${config.name}" is validateOnly; the services will refuse it too`);
   const runId = opts.runId ?? ids.newRun();
   const own = !opts.bus;
-  const bus = opts.bus ?? (await JetStreamBus.connect({ servers: opts.natsUrl!, stream: opts.stream, subjectPrefix: opts.subjectPrefix, name: `rstar-cli-${runId}` }));
+  // On a secured NATS the CLI is the operator's principal (`cli`): its credentials and signing key from the environment.
+  const bus = opts.bus ?? (await JetStreamBus.connect({ servers: opts.natsUrl!, stream: opts.stream, subjectPrefix: opts.subjectPrefix, name: `rstar-cli-${runId}`, ...securedBusOptionsFromEnv('cli') }));
   const say = opts.onLine ?? (() => undefined);
   const total = config.stages.reduce((a, s) => a + s.steps, 0);
   try {

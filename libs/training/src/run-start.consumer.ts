@@ -30,6 +30,11 @@ export class RunStartConsumer {
       /** Consumers of the other stages that must exist before a run's first step (default {@link pipelineDurables}). */
       pipeline?: readonly string[];
       log?: (msg: string, fields?: Record<string, unknown>) => void;
+      /**
+       * Resolves once the archive holds everything published so far (e.g. the archiver's consumer caught
+       * up); awaited before a run is read from the archive, calling `working` while it waits.
+       */
+      archiveCaughtUp?: (working: () => void) => Promise<void>;
     },
   ) {}
 
@@ -54,6 +59,7 @@ export class RunStartConsumer {
             },
             reportEveryMs: 5_000,
           });
+          await this.opts.archiveCaughtUp?.(() => ctx.working());
           const r = await launchDistributedRun(ev, {
             bus: this.bus, store: this.store, engines: this.opts.engines, checkpointRoot: this.opts.checkpointRoot, working: () => ctx.working(), log: this.opts.log,
             trainerUrl: this.opts.trainerUrl, batchDir: this.opts.batchDir,

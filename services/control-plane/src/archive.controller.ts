@@ -1,9 +1,10 @@
 import { Controller, Get } from '@nestjs/common';
-import { StoreConnection } from '@rstar/nest-runtime';
+import { RequireScope, StoreConnection } from '@rstar/nest-runtime';
 import { ArchiverWorker } from './archiver.worker';
 
 /** `GET /v1/archive`: events archived and the archiver's lag (events on the stream not yet stored). */
 @Controller('v1/archive')
+@RequireScope('read')
 export class ArchiveController {
   constructor(private readonly store: StoreConnection, private readonly archiver: ArchiverWorker) {}
 

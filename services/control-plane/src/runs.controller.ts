@@ -1,10 +1,11 @@
 import { BadRequestException, Controller, Get, Param, Query } from '@nestjs/common';
 import { EVENT_TYPES, type EventType } from '@rstar/contracts';
 import { decodePosition, encodePosition, EventStoreError, START } from '@rstar/event-store';
-import { StoreConnection } from '@rstar/nest-runtime';
+import { RequireScope, StoreConnection } from '@rstar/nest-runtime';
 
 /** The runs API: the archive's runs and their events, paged by an opaque `<txid>-<position>` cursor. */
 @Controller('v1/runs')
+@RequireScope('read')
 export class RunsController {
   constructor(private readonly store: StoreConnection) {}
 

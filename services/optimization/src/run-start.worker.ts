@@ -1,7 +1,8 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
-import { createEngines } from '@rstar/engines';
-import { BackgroundWorker, BusConnection, ReadinessRegistry, StoreConnection, type Stoppable } from '@rstar/nest-runtime';
+import { createEngines, DEFAULT_RETRY } from '@rstar/engines';
+import { BackgroundWorker, BusConnection, ReadinessRegistry, SECURITY_SETTINGS, StoreConnection, type Stoppable } from '@rstar/nest-runtime';
+import type { SecuritySettings } from '@rstar/security';
 import { RunStartConsumer } from '@rstar/training';
 import type { OptimizationEnv } from './optimization.config';
 
@@ -15,6 +16,7 @@ export class RunStartWorker extends BackgroundWorker {
     private readonly store: StoreConnection,
     private readonly cfg: ConfigService<OptimizationEnv, true>,
     registry: ReadinessRegistry,
+    @Inject(SECURITY_SETTINGS) private readonly security: SecuritySettings,
   ) {
     super('runs', registry);
   }
@@ -26,11 +28,14 @@ export class RunStartWorker extends BackgroundWorker {
   protected async launch(): Promise<Stoppable> {
     const [bus, store] = await Promise.all([this.bus.ready(), this.store.ready()]);
     const consumer = new RunStartConsumer(bus, store, {
-      engines: createEngines(this.cfg.get('RSTAR_ENGINES', { infer: true })),
+      engines: createEngines(this.cfg.get('RSTAR_ENGINES', { infer: true }), DEFAULT_RETRY, { apiKey: this.security.engineApiKey }),
       checkpointRoot: this.cfg.get('RSTAR_CHECKPOINT_DIR', { infer: true }),
       durable: this.cfg.get('RSTAR_RUNS_DURABLE', { infer: true }),
       trainerUrl: this.cfg.get('RSTAR_TRAINER_URL', { infer: true }),
       batchDir: this.cfg.get('RSTAR_BATCH_DIR', { infer: true }),
+      // A run resumes from the archive: first let control-plane's archiver (durable `archiver`) store what
+      // the stages published, which may lag after a Postgres restart.
+      archiveCaughtUp: (working) => bus.waitForConsumer('archiver', { resolveIfMissing: true, onWait: () => working() }),
       log: (msg, fields) => this.log.info(msg, fields),
     });
     await consumer.start();

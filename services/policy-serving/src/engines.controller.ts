@@ -1,8 +1,10 @@
 import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
+import { RequireScope } from '@rstar/nest-runtime';
 import { RolloutsWorker } from './rollouts.worker';
 
 /** `GET /v1/engines`: the scheduler's view of the engines (capacity, reservations, up/down) and its queue. */
 @Controller('v1/engines')
+@RequireScope('read')
 export class EnginesController {
   constructor(private readonly worker: RolloutsWorker) {}
 

@@ -1,8 +1,9 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { ModelTokenizer } from '@rstar/agent';
-import { createEngines, EnginePool } from '@rstar/engines';
-import { BackgroundWorker, BusConnection, ReadinessRegistry, type Stoppable } from '@rstar/nest-runtime';
+import { createEngines, DEFAULT_RETRY, EnginePool } from '@rstar/engines';
+import { BackgroundWorker, BusConnection, ReadinessRegistry, SECURITY_SETTINGS, type Stoppable } from '@rstar/nest-runtime';
+import type { SecuritySettings } from '@rstar/security';
 import { Tokenizer } from '@rstar/policy';
 import { PolicyServingHandler, checkEngineTokenizers } from '@rstar/rollouts';
 import type { PolicyServingEnv } from './policy-serving.config';
@@ -21,6 +22,7 @@ export class RolloutsWorker extends BackgroundWorker {
     private readonly bus: BusConnection,
     private readonly cfg: ConfigService<PolicyServingEnv, true>,
     registry: ReadinessRegistry,
+    @Inject(SECURITY_SETTINGS) private readonly security: SecuritySettings,
   ) {
     super('rollouts', registry);
     registry.register({
@@ -44,7 +46,7 @@ export class RolloutsWorker extends BackgroundWorker {
   protected async launch(): Promise<Stoppable> {
     const bus = await this.bus.ready();
     const cfg = this.cfg;
-    const adapters = createEngines(cfg.get('RSTAR_ENGINES', { infer: true }));
+    const adapters = createEngines(cfg.get('RSTAR_ENGINES', { infer: true }), DEFAULT_RETRY, { apiKey: this.security.engineApiKey });
     const compact = cfg.get('RSTAR_COMPACT_PROMPT', { infer: true });
     const tokenizerDir = cfg.get('RSTAR_TOKENIZER_DIR', { infer: true });
     // A model's own tokenizer must be the one every engine serves (the engines report its hash).

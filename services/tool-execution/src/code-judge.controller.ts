@@ -9,6 +9,7 @@ import {
   type CodeJudgeResult,
   type SandboxPool,
 } from '@rstar/sandbox';
+import { RequireScope } from '@rstar/nest-runtime';
 import { SANDBOX_POOL, TOOL_METRICS } from './tokens';
 import { executeMeasured, type ToolExecutionMetrics } from '@rstar/tool-calls';
 
@@ -20,9 +21,10 @@ const badRequest = (e: unknown): never => {
 /**
  * code-judge's `POST /run`, `/run/batch` and `/run/long-batch`, so rStar2's tool client can use
  * tool-execution by changing its URL (both batch routes answer when every submission has run).
- * Mapping: libs/sandbox/src/compat (README "Drop-in APIs").
+ * Mapping: libs/sandbox/src/compat (README "Drop-in APIs"). Needs a token with scope `execute` when tokens are configured.
  */
 @Controller('run')
+@RequireScope('execute')
 export class CodeJudgeController {
   constructor(
     @Inject(SANDBOX_POOL) private readonly pool: SandboxPool,

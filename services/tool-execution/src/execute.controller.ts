@@ -1,4 +1,5 @@
 import { Body, Controller, Get, HttpCode, HttpException, Inject, Post, Res } from '@nestjs/common';
+import { RequireScope } from '@rstar/nest-runtime';
 import { InvalidRequestError, resolveRequest, DEFAULT_MAXIMA, type ExecResult, type SandboxPool } from '@rstar/sandbox';
 import { executeMeasured, type ToolExecutionMetrics } from '@rstar/tool-calls';
 import { SANDBOX_POOL, TOOL_METRICS } from './tokens';
@@ -16,9 +17,11 @@ export const MAX_BATCH = 1024;
  * HTTP API of tool-execution: `POST /v1/execute` (one `ExecRequest` -> `ExecResult`; 400 naming the
  * field for an invalid request, 429 + Retry-After when overloaded), `POST /v1/execute/batch`
  * (`{requests: ExecRequest[]}` -> `{results}` in order), `GET /v1/sandbox` (the pool's health: isolation,
- * workers, queue, Python). Probes and metrics are nest-runtime's `/health/*` and `/metrics`.
+ * workers, queue, Python). Probes and metrics are nest-runtime's `/health/*` and `/metrics`. Running code
+ * needs a token with scope `execute`, reading the pool's health `read` (when tokens are configured).
  */
 @Controller()
+@RequireScope('execute')
 export class ExecuteController {
   constructor(
     @Inject(SANDBOX_POOL) private readonly pool: SandboxPool,
@@ -58,6 +61,7 @@ export class ExecuteController {
   }
 
   @Get('v1/sandbox')
+  @RequireScope('read')
   sandbox(): unknown {
     return this.pool.health();
   }

@@ -1,5 +1,6 @@
 import { Body, Controller, HttpException, Inject, Post, Res } from '@nestjs/common';
 import { execToSandboxFusion, InvalidRequestError, sandboxFusionToExec, type SandboxFusionRunCodeResponse, type SandboxPool } from '@rstar/sandbox';
+import { RequireScope } from '@rstar/nest-runtime';
 import { SANDBOX_POOL, TOOL_METRICS } from './tokens';
 import { executeMeasured, type ToolExecutionMetrics } from '@rstar/tool-calls';
 
@@ -11,9 +12,11 @@ interface HttpResponse {
 
 /**
  * SandboxFusion's `POST /run_code`, so verl's sandbox tool (and SandboxFusion's own client) can use
- * tool-execution by changing its URL. Mapping: libs/sandbox/src/compat (README "Drop-in APIs").
+ * tool-execution by changing its URL. Mapping: libs/sandbox/src/compat (README "Drop-in APIs"). Needs a
+ * token with scope `execute` when tokens are configured.
  */
 @Controller()
+@RequireScope('execute')
 export class SandboxFusionController {
   constructor(
     @Inject(SANDBOX_POOL) private readonly pool: SandboxPool,

@@ -5,6 +5,7 @@ import { EventStore } from '@rstar/event-store';
 import { Archiver } from '@rstar/runtime';
 import { JetStreamBus } from '@rstar/messaging';
 import { createLogger } from '@rstar/telemetry';
+import { securedSideBySide } from './secured-events';
 
 /**
  * `pnpm bench events [--events N] [--producers P] [--batch B]`: end-to-end events/s (publish on JetStream ->
@@ -14,6 +15,10 @@ import { createLogger } from '@rstar/telemetry';
  * events in a fresh table. Producers run as separate processes (as services do), the archiver in this
  * one (started by `pnpm bench` with `--max-semi-space-size=64`, as the control-plane runs). Servers: RSTAR_NATS_URL / RSTAR_DATABASE_URL, else the test servers. Uses a private schema and
  * stream, dropped at the end.
+ *
+ * Security overhead (`secured_ratio`, goal >= 0.85): `securedSideBySide` (./secured-events.ts) runs the
+ * same end-to-end path open and with NATS users, per-subject permissions and Ed25519 signatures, side by
+ * side on private nats-servers in this run.
  */
 export async function run(args: string[]): Promise<object> {
   const n = intArg(args, '--events', 100_000);
@@ -110,6 +115,7 @@ export async function run(args: string[]): Promise<object> {
     await archBus.close();
     await store.close();
     const ceiling = (ceilingBefore + (await ceilingRun('after'))) / 2;
+    const secured = await securedSideBySide({ n, producers, batch, pgUrl, tag, progress, quiet, dropSchemas });
     return {
       bench: 'events',
       events_per_s: Math.round(eventsPerS),
@@ -121,6 +127,7 @@ export async function run(args: string[]): Promise<object> {
       batch,
       producer_cpu_us_per_event: Number(producerUsPerEvent.toFixed(1)),
       archiver_cpu_us_per_event: Number(archiverUsPerEvent.toFixed(1)),
+      ...secured,
     };
   } finally {
     const c = new Client({ connectionString: pgUrl });

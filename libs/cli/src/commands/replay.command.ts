@@ -10,6 +10,7 @@ import {
 } from '@rstar/replay';
 import { REPO_ROOT, SandboxPool } from '@rstar/sandbox';
 import { builtinRetrainer, rerunStepStandalone, workerCheckpointChecker } from '@rstar/training';
+import { checkArchiveIntegrity, formatIntegrity, type IntegrityReport } from '../archive.integrity';
 
 interface SourceOptions {
   database?: string;
@@ -30,7 +31,7 @@ function intFlag(v: string | undefined, flag: string): number | undefined {
  * env RSTAR_DATABASE_URL), else from the standalone PGlite folder (`--data-dir`, default
  * `runs/<RUN>/events` as `rstar train` writes it).
  */
-async function loadRun(runId: string, o: SourceOptions): Promise<RstarEvent[]> {
+async function loadRun(runId: string, o: SourceOptions, onStore?: (store: EventStore) => Promise<void>): Promise<RstarEvent[]> {
   if (o.history) {
     const all = readHistory(o.history);
     const events = all.filter((e) => e.runId === runId);
@@ -50,7 +51,11 @@ async function loadRun(runId: string, o: SourceOptions): Promise<RstarEvent[]> {
     embedded = await startEmbeddedPostgres({ dataDir: dir });
     url = embedded.url;
   }
-  const store = await EventStore.connect({ connectionString: url, schema: o.schema });
+  // A read-only role (the operator's) may not migrate: it reads a schema the owner keeps current.
+  const store = await EventStore.connect({ connectionString: url, schema: o.schema }).catch((e: { code?: string }) => {
+    if (e.code !== '42501') throw e;
+    return EventStore.connect({ connectionString: url, schema: o.schema, migrate: false });
+  });
   try {
     const out: RstarEvent[] = [];
     let page = await store.readRun(runId, { limit: 10_000 });
@@ -59,6 +64,7 @@ async function loadRun(runId: string, o: SourceOptions): Promise<RstarEvent[]> {
       page = await store.readRun(runId, { after: page.last, limit: 10_000 });
     }
     if (out.length === 0) throw new Error(`no events of run "${runId}" in ${where}; check the run id (rstar train prints it) and --data-dir/--database/--schema`);
+    await onStore?.(store);
     return out;
   } finally {
     await store.close();
@@ -100,8 +106,10 @@ function sources(cmd: Command): Command {
  * - `show RUN [--step N] [--group ID] [--rollout ID] [--json]`: run summary and step table; a step's
  *   group table; a group's table; a rollout's transcript (turns, tool calls with code and output, reward
  *   and grader rule).
- * - `verify RUN [--step N] [--no-exec] [--json]`: recompute every deterministic decision with today's
- *   code (rewards, RoC picks, batch hash, tool outputs); exit code 0 only when nothing deterministic differs.
+ * - `verify RUN [--step N] [--no-exec] [--trusted-keys FILE] [--json]`: check the archive's hash chain (and,
+ *   with trusted keys, the producers' signatures), then recompute every deterministic decision with today's
+ *   code (rewards, RoC picks, batch hash, tool outputs); exit code 0 only when the chain holds and nothing
+ *   deterministic differs.
  * - `rerun RUN --step N [--nats URL | --standalone] [--out FILE] [--json]`: re-publish the step's inputs
  *   under a new run id (RunStarted.rerunOf links it) to running services; or, with `--standalone` or
  *   without a NATS URL, run them in this process and compare with the original step (exit code 0 only
@@ -146,12 +154,19 @@ export function register(program: Command): void {
     .option('--no-exec', 'do not re-execute tool calls')
     .option('--retrain', 'built-in policy: re-train each step from its start checkpoint and compare the checkpoint hash')
     .option('--concurrency <n>', 'rollouts whose tool calls re-run in parallel', '8')
+    .option('--trusted-keys <file>', "also check each archived event's producer signature (JSON {keyId: public key PEM}, e.g. trusted-keys.json of rstar security init)")
     .option('--json', 'print the report as JSON')
-    .action(async (runId: string, o: SourceOptions & { step?: string; exec: boolean; retrain?: boolean; concurrency: string; json?: boolean }) => {
+    .action(async (runId: string, o: SourceOptions & { step?: string; exec: boolean; retrain?: boolean; concurrency: string; trustedKeys?: string; json?: boolean }) => {
       const step = intFlag(o.step, '--step');
       const concurrency = Number(o.concurrency);
       if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`--concurrency must be a positive integer, got "${o.concurrency}"`);
-      const events = await loadRun(runId, o);
+      // The archive's own integrity first (a history file has no chain to check).
+      let integrity: IntegrityReport | null = null;
+      const events = await loadRun(runId, o, async (store) => {
+        integrity = await checkArchiveIntegrity(store, runId, o.trustedKeys);
+      });
+      const checked = integrity as IntegrityReport | null;
+      if (checked && !o.json) process.stdout.write(formatIntegrity(checked) + '\n');
       let pool: SandboxPool | null = null;
       let execute: ToolReexecutor | undefined;
       if (o.exec) {
@@ -170,8 +185,8 @@ export function register(program: Command): void {
         // A run trained on the trainer worker: each step's batch file and checkpoint are re-checked against the log.
         const checkpoints = workerCheckpointChecker(ix);
         const report = await verifyRun(ix, { step, execute, concurrency, retrain, checkpoints });
-        process.stdout.write((o.json ? JSON.stringify(report, null, 2) : formatVerifyReport(report)) + '\n');
-        process.exitCode = report.ok ? 0 : 1;
+        process.stdout.write((o.json ? JSON.stringify(checked ? { ...report, integrity: checked } : report, null, 2) : formatVerifyReport(report)) + '\n');
+        process.exitCode = report.ok && (checked?.ok ?? true) ? 0 : 1;
       } finally {
         await pool?.close();
       }

@@ -1,9 +1,12 @@
 import type { Command } from 'commander';
 import { startBuiltinEngine } from '@rstar/engines';
+import { securityFromEnv } from '@rstar/security';
 
 /**
  * `rstar serve engine --port P [--checkpoint DIR] [--kv-capacity TOKENS]`: the built-in policy behind
- * SGLang's HTTP API (+ vLLM's `/v1/completions`), until SIGINT/SIGTERM.
+ * SGLang's HTTP API (+ vLLM's `/v1/completions`), until SIGINT/SIGTERM. With bearer tokens
+ * (`RSTAR_API_TOKENS[_FILE]` or `RSTAR_SECRETS_DIR`) its routes need them: admin routes `admin`,
+ * generation `execute`, information `read` (health and metrics stay open); without, it warns that it is open.
  */
 export function register(program: Command): void {
   const serve = program.command('serve').description('run a server');
@@ -22,7 +25,9 @@ export function register(program: Command): void {
       if (!Number.isInteger(kv) || kv <= 0) throw new Error(`--kv-capacity must be a positive integer number of tokens, got "${o.kvCapacity}"`);
       const seed = Number(o.seed);
       if (!Number.isInteger(seed) || seed < 0) throw new Error(`--seed must be a non-negative integer, got "${o.seed}"`);
-      const eng = await startBuiltinEngine({ port, host: o.host, checkpointDir: o.checkpoint, kvCapacityTokens: kv, seed });
+      const { apiTokens } = securityFromEnv(process.env, 'engine');
+      if (apiTokens.size === 0) process.stderr.write('rstar serve engine: WARNING: no API tokens (RSTAR_API_TOKENS_FILE): every route, weight reloads included, is open to anyone who reaches the port\n');
+      const eng = await startBuiltinEngine({ port, host: o.host, checkpointDir: o.checkpoint, kvCapacityTokens: kv, seed, apiTokens });
       process.stdout.write(`built-in engine on ${eng.url} (${eng.model.numParams} parameters, KV capacity ${kv} tokens, checkpoint ${o.checkpoint ?? 'none'})\n`);
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);

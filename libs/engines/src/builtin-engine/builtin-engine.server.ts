@@ -5,6 +5,8 @@ import { PolicyError, PolicyModel, type GenerationResult } from '@rstar/policy';
 import { BuiltinEngineError, EngineRequestError } from './builtin-engine.errors';
 import { createEngineMetrics } from './builtin-engine.metrics';
 import { GenerationScheduler, type ScheduledRequest } from './generation.scheduler';
+import type { ApiTokenSet } from '@rstar/security';
+import { authorizeEngineRequest } from './engine-route.scopes';
 
 /** Options of {@link startBuiltinEngine}. */
 export interface BuiltinEngineOptions {
@@ -22,6 +24,12 @@ export interface BuiltinEngineOptions {
   maxBatch?: number;
   /** Served model name (`/v1/models`); default the checkpoint directory or `rstar-builtin`. */
   modelName?: string;
+  /**
+   * Bearer tokens the engine accepts (constant-time check; scopes per route in `ENGINE_ROUTE_SCOPES`:
+   * admin routes `admin`, generation `execute`, information `read`; health and metrics open). None or
+   * empty = open, as in standalone runs where only this process reaches it.
+   */
+  apiTokens?: ApiTokenSet;
 }
 
 /** A running engine: its base URL, the model and scheduler (for in-process use), and `close()`. */
@@ -264,7 +272,14 @@ export async function startBuiltinEngine(opts: BuiltinEngineOptions): Promise<Bu
   // their own idle connections (undici after 4 s), so nothing leaks.
   const server = createServer({ requestTimeout: 0, headersTimeout: 0, keepAliveTimeout: 0 }, (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
-    const handler = routes[`${req.method} ${path}`];
+    const route = `${req.method} ${path}`;
+    const handler = routes[route];
+    const refused = authorizeEngineRequest(opts.apiTokens, route, req);
+    if (refused) {
+      if (refused.status === 401) res.setHeader('WWW-Authenticate', 'Bearer realm="rstar-engine"');
+      send(res, refused.status, { error: { message: refused.reason, code: refused.status === 401 ? 'unauthorized' : 'forbidden' } });
+      return;
+    }
     if (!handler) {
       send(res, 404, { error: { message: `no route ${req.method} ${path}`, code: 'not_found' } });
       return;

@@ -1,0 +1,72 @@
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { Client } from 'pg';
+import { ARCHIVE_LOGINS, archiveRoleNames, archiveRolesSql, EventStore, LATEST_MIGRATION } from '@rstar/event-store';
+
+function databaseUrl(o: { database?: string }): string {
+  const url = o.database ?? process.env.RSTAR_DATABASE_URL;
+  if (!url) throw new Error('pass --database URL (or set RSTAR_DATABASE_URL)');
+  return url;
+}
+
+/**
+ * `rstar db migrate|roles`: the archive's schema and its least-privilege roles (docs/security.md).
+ * - `migrate [--database URL] [--schema S]`: apply pending migrations (as the owner role, or a superuser
+ *   the first time); services with `RSTAR_DB_MIGRATE=false` only check the schema is current.
+ * - `roles [--database URL] [--schema S] [--prefix rstar_] [--passwords-out FILE] [--print]`: create or
+ *   update the roles (`archiveRolesSql`; as a superuser), each login with a new random password, and
+ *   write each service's connection URL to FILE (0600); `--print` only prints the SQL.
+ */
+export function register(program: Command): void {
+  const db = program.command('db').description("the archive's schema and roles");
+
+  db.command('migrate')
+    .description('apply pending archive migrations')
+    .option('--database <url>', 'Postgres URL (default env RSTAR_DATABASE_URL)')
+    .option('--schema <name>', 'event-store schema', 'rstar')
+    .action(async (o: { database?: string; schema: string }) => {
+      const store = await EventStore.connect({ connectionString: databaseUrl(o), schema: o.schema, maxConnections: 1 });
+      await store.close();
+      process.stdout.write(`archive schema ${o.schema} is at migration ${LATEST_MIGRATION}\n`);
+    });
+
+  db.command('roles')
+    .description('create the least-privilege roles of the archive (run as a superuser)')
+    .option('--database <url>', 'Postgres URL of a superuser (default env RSTAR_DATABASE_URL)')
+    .option('--schema <name>', 'event-store schema', 'rstar')
+    .option('--prefix <prefix>', 'role name prefix', 'rstar_')
+    .option('--passwords-out <file>', "write each login's connection URL here (0600)")
+    .option('--print', 'print the SQL instead of running it (passwords left unchanged)')
+    .action(async (o: { database?: string; schema: string; prefix: string; passwordsOut?: string; print?: boolean }) => {
+      if (o.print) {
+        process.stdout.write(archiveRolesSql({ schema: o.schema, prefix: o.prefix }) + '\n');
+        return;
+      }
+      if (!o.passwordsOut) throw new Error('--passwords-out FILE is required: every login gets a new password, written there (or use --print)');
+      const url = databaseUrl(o);
+      const names = archiveRoleNames(o.prefix);
+      const passwords = Object.fromEntries(ARCHIVE_LOGINS.map((l) => [l, randomBytes(24).toString('base64url')]));
+      // The schema must exist before it can be handed to its owner.
+      const store = await EventStore.connect({ connectionString: url, schema: o.schema, maxConnections: 1 });
+      await store.close();
+      const c = new Client({ connectionString: url });
+      await c.connect();
+      try {
+        await c.query(archiveRolesSql({ schema: o.schema, prefix: o.prefix, passwords }));
+      } finally {
+        await c.end();
+      }
+      const lines = ARCHIVE_LOGINS.map((l) => {
+        const u = new URL(url);
+        u.username = names.logins[l];
+        u.password = passwords[l];
+        return `${l}=${u.toString()}`;
+      });
+      writeFileSync(o.passwordsOut, lines.join('\n') + '\n', { mode: 0o600 });
+      process.stdout.write(
+        `roles of schema ${o.schema}: ${Object.values(names.logins).join(', ')} (groups ${names.writer}, ${names.reader}, ${names.readModels})\n` +
+          `connection URLs (RSTAR_DATABASE_URL per service) written to ${o.passwordsOut}\n`,
+      );
+    });
+}

@@ -1,0 +1,132 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { REPO_ROOT } from './service-process';
+
+/** A rendered Kubernetes object (only what the rules read is typed). */
+export interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  spec?: any;
+  data?: Record<string, string>;
+  [k: string]: unknown;
+}
+
+/** The GPU resource names the rules know. */
+export const GPU_RESOURCES = ['amd.com/gpu', 'nvidia.com/gpu'] as const;
+
+/**
+ * How to run kustomize here: the pinned binary infra/local/install-infra-tools.sh puts in .tools/bin, one on
+ * the PATH, or `kubectl kustomize` (kubectl embeds kustomize v5); null when none is there.
+ */
+export function kustomizeCommand(): string[] | null {
+  const local = join(REPO_ROOT, '.tools/bin/kustomize');
+  if (existsSync(local)) return [local, 'build'];
+  if (spawnSync('kustomize', ['version'], { encoding: 'utf8' }).status === 0) return ['kustomize', 'build'];
+  if (spawnSync('kubectl', ['kustomize', '--help'], { encoding: 'utf8' }).status === 0) return ['kubectl', 'kustomize'];
+  return null;
+}
+
+/** Render a kustomization directory. @throws Error with kustomize's message when it fails. */
+export function render(cmd: string[], dir: string): K8sObject[] {
+  const r = spawnSync(cmd[0], [...cmd.slice(1), dir], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  if (r.status !== 0) throw new Error(`${cmd.join(' ')} ${dir} failed: ${r.stderr || r.stdout}`);
+  return parseAllDocuments(r.stdout)
+    .map((d) => d.toJS() as K8sObject | null)
+    .filter((o): o is K8sObject => !!o);
+}
+
+/** The model class module of an apiVersion (kubernetes-models for the API, @kubernetes-models/keda for KEDA). */
+function modelModule(apiVersion: string): string {
+  if (apiVersion.startsWith('keda.sh/')) return `@kubernetes-models/keda/${apiVersion}`;
+  return `kubernetes-models/${apiVersion}`;
+}
+
+/**
+ * Validate one object against its OpenAPI schema (kubernetes-models' generated validators, offline).
+ * @returns the validation error text, or null when valid. An apiVersion/kind without a model is an error.
+ */
+export async function schemaError(o: K8sObject): Promise<string | null> {
+  let mod: Record<string, unknown>;
+  try {
+    mod = (await import(modelModule(o.apiVersion))) as Record<string, unknown>;
+  } catch (e) {
+    return `no schema for apiVersion ${o.apiVersion}: ${(e as Error).message}`;
+  }
+  const Model = mod[o.kind] as (new (data: unknown) => { validate(): void }) | undefined;
+  if (typeof Model !== 'function') return `no schema for ${o.apiVersion} ${o.kind}`;
+  try {
+    new Model(o).validate();
+    return null;
+  } catch (e) {
+    return (e as Error).message;
+  }
+}
+
+/** A pod template's containers with the workload they belong to. */
+export interface PlacedContainer {
+  workload: string;
+  kind: string;
+  pod: any;
+  container: any;
+}
+
+/** Every container (and init container) of every workload. */
+export function containersOf(objects: readonly K8sObject[]): PlacedContainer[] {
+  const out: PlacedContainer[] = [];
+  for (const o of objects) {
+    const pod = o.spec?.template?.spec ?? (o.kind === 'Pod' ? o.spec : null);
+    if (!pod) continue;
+    for (const c of [...(pod.initContainers ?? []), ...(pod.containers ?? [])]) out.push({ workload: `${o.kind}/${o.metadata.name}`, kind: o.kind, pod, container: c });
+  }
+  return out;
+}
+
+/** Whether an image reference names a version: a tag other than latest, or a digest. */
+export function pinnedImage(image: string): boolean {
+  if (/@sha256:[0-9a-f]{64}$/.test(image)) return true;
+  const tag = /:([^/:]+)$/.exec(image)?.[1];
+  return !!tag && !/(^|[-_.])latest($|[-_.])/.test(tag);
+}
+
+/** GPU resources a container asks for (requests or limits), by resource name. */
+export function gpuOf(c: any): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of ['requests', 'limits']) for (const [k, v] of Object.entries(c.resources?.[part] ?? {})) if ((GPU_RESOURCES as readonly string[]).includes(k)) out[k] = String(v);
+  return out;
+}
+
+/**
+ * Problems with a rendered overlay against rstar's rules: resources (cpu and memory, requests and limits)
+ * and readiness + liveness probes on every container; every image pinned; GPUs only on the engines and the
+ * trainer, of the overlay's kind (`gpu`: the one resource allowed, or null for none) and in limits; no
+ * Secret objects and no credentials in plain values.
+ */
+export function ruleProblems(objects: readonly K8sObject[], gpu: (typeof GPU_RESOURCES)[number] | null): string[] {
+  const problems: string[] = [];
+  for (const { workload, container: c } of containersOf(objects)) {
+    const at = `${workload} container ${c.name}`;
+    for (const part of ['requests', 'limits']) for (const r of ['cpu', 'memory']) if (!c.resources?.[part]?.[r]) problems.push(`${at}: no ${part}.${r}`);
+    if (!c.readinessProbe) problems.push(`${at}: no readinessProbe`);
+    if (!c.livenessProbe) problems.push(`${at}: no livenessProbe`);
+    if (!c.image || !pinnedImage(c.image)) problems.push(`${at}: image ${c.image} is not pinned to a version`);
+    const g = gpuOf(c);
+    const names = Object.keys(g);
+    const gpuWorkload = workload === 'StatefulSet/engine' || c.name === 'trainer';
+    if (names.length && !gpuWorkload) problems.push(`${at}: asks for ${names.join(', ')} but only the engines and the trainer may`);
+    for (const n of names) if (n !== gpu) problems.push(`${at}: asks for ${n}; this overlay's GPUs are ${gpu ?? 'none'}`);
+    if (gpu && gpuWorkload && !c.resources?.limits?.[gpu]) problems.push(`${at}: no ${gpu} in limits`);
+    for (const e of c.env ?? []) {
+      if (typeof e.value === 'string' && /:\/\/[^/\s:@]+:[^/\s@]+@/.test(e.value)) problems.push(`${at}: env ${e.name} carries credentials in plain text`);
+    }
+  }
+  for (const o of objects) {
+    if (o.kind === 'Secret') problems.push(`Secret/${o.metadata.name} is in the manifests: secrets are created out of band`);
+    if (o.kind === 'ConfigMap') {
+      for (const [k, v] of Object.entries(o.data ?? {})) if (/:\/\/[^/\s:@]+:[^/\s@]+@/.test(v)) problems.push(`ConfigMap/${o.metadata.name} key ${k} carries credentials`);
+    }
+  }
+  return problems;
+}
