@@ -1,4 +1,6 @@
-import { join } from 'node:path';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../support/service-process';
 import { containersOf, gpuOf, kustomizeCommand, render, ruleProblems, schemaError, type K8sObject } from '../support/k8s.rules';
@@ -144,6 +146,43 @@ suite('Kubernetes manifests', () => {
       }
     });
   }
+
+  it('the security component on an overlay: default-deny NetworkPolicies, NATS users from a Secret, every service requires tokens', async () => {
+    // An overlay of our own that adds the component to mi300x, as docs/security.md tells an operator to.
+    const dir = mkdtempSync(join(tmpdir(), 'rstar-k8s-secured-'));
+    try {
+      writeFileSync(join(dir, 'kustomization.yaml'), [
+        'apiVersion: kustomize.config.k8s.io/v1beta1',
+        'kind: Kustomization',
+        // kustomize takes only relative paths to other kustomizations.
+        `resources: [${relative(dir, join(REPO_ROOT, 'infra/k8s/overlays/mi300x'))}]`,
+        `components: [${relative(dir, join(REPO_ROOT, 'infra/k8s/components/security'))}]`,
+        '',
+      ].join('\n'));
+      const objs = render(KUSTOMIZE!, dir);
+      const errors: string[] = [];
+      for (const o of objs) {
+        const err = await schemaError(o);
+        if (err) errors.push(`${o.kind}/${o.metadata.name}: ${err}`);
+      }
+      expect(errors).toEqual([]);
+      expect(ruleProblems(objs, 'amd.com/gpu')).toEqual([]);
+      const policies = objs.filter((o) => o.kind === 'NetworkPolicy');
+      const denyAll = policies.find((p) => Object.keys(p.spec.podSelector ?? {}).length === 0 && (p.spec.ingress ?? []).length === 0);
+      expect(denyAll, 'a default-deny NetworkPolicy selecting every pod').toBeDefined();
+      expect(policies.length).toBeGreaterThan(3);
+      const nats = find(objs, 'StatefulSet', 'nats');
+      const sources = nats.spec.template.spec.volumes.find((v: { name: string }) => v.name === 'config').projected.sources;
+      expect(sources).toContainEqual({ secret: { name: 'rstar-nats-auth' } });
+      for (const [kind, name] of [['Deployment', 'control-plane'], ['Deployment', 'tool-execution'], ['Deployment', 'reward-grading'], ['Deployment', 'resampling'], ['StatefulSet', 'policy-serving'], ['Deployment', 'optimization']] as const) {
+        const c = container(find(objs, kind, name), name);
+        expect(envOf(c, 'RSTAR_REQUIRE_AUTH')?.value, `${name} requires tokens`).toBe('true');
+        expect(envOf(c, 'RSTAR_SECRETS_DIR')?.value).toBe('/var/run/secrets/rstar');
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
   it('the rules catch a container without probes or resources, an unpinned image, a GPU on a service, a Secret', () => {
     const bad: K8sObject[] = [
