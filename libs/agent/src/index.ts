@@ -6,3 +6,8 @@ export * from './tool-response.formatter';
 export * from './rollout.state';
 export * from './rollout.runner';
 export * from './char.tokenizer';
+export * from './prompt.renderer';
+export * from './hf/tokenizer.hash';
+export * from './hf/tokenizer.errors';
+export * from './hf/jinja.renderer';
+export * from './hf/model.tokenizer';

@@ -1,12 +1,15 @@
 import type { ExecResult as SandboxExecResult } from '@rstar/sandbox';
+import type { PromptRenderer } from './prompt.renderer';
 
 /**
  * Tokenizer port: the policy's tokenizer (the built-in policy's, or a real model's). `encode` must be
  * the inverse of `decode` on the text the agent loop appends (tool turns), so token ids and text agree.
+ * `renderer`: the model's own conversation template, when it has one (the rStar2 template otherwise).
  */
 export interface Tokenizer {
   encode(text: string): number[];
   decode(ids: readonly number[]): string;
+  readonly renderer?: PromptRenderer;
 }
 
 /** Sampling parameters of one generation request; `maxNewTokens` is the remaining shared budget. */
@@ -35,6 +38,8 @@ export interface GenerateResult {
   logprobs: number[];
   text: string;
   finishReason: GenerateFinishReason;
+  /** The weight version the engine reports it sampled with (SGLang `meta_info.weight_version`), when it reports one. */
+  weightVersion?: string;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { ContextExceededError, InvalidRolloutRequestError } from './agent.errors';
 import type { EngineSession, ExecResult, Tokenizer, ToolExecutor } from './ports';
 import { RolloutStateMachine, type PendingToolCall, type RolloutLimits, type RolloutOutcome, type TurnRecord } from './rollout.state';
-import { renderPrompt } from './template';
+import { RSTAR2_RENDERER, type PromptRenderer } from './prompt.renderer';
 
 /** One rollout to run: the problem (or a pre-rendered prompt), sampling and budget. */
 export interface RolloutSpec {
@@ -30,6 +30,8 @@ export interface RolloutDeps {
   engine: EngineSession;
   tools: ToolExecutor;
   tokenizer: Tokenizer;
+  /** The conversation template (default: the tokenizer's own, else the built-in rStar2 one). */
+  renderer?: PromptRenderer;
   /** Milliseconds clock (default `Date.now`), for the rollout's wall time. */
   clock?: () => number;
   /** Called after each generated turn is appended, before its tool calls run (e.g. to emit `TurnGenerated`). */
@@ -63,12 +65,14 @@ export async function runRollout(spec: RolloutSpec, deps: RolloutDeps, opts: Rol
   if (spec.promptText === undefined && spec.problem.trim() === '') {
     throw new InvalidRolloutRequestError('problem is empty; give the problem text', 'problem');
   }
-  const promptText = spec.promptText ?? renderPrompt(spec.problem, { tools: spec.tool ? [spec.tool] : undefined, compact: spec.compactPrompt });
+  const renderer = deps.renderer ?? deps.tokenizer.renderer ?? RSTAR2_RENDERER;
+  const promptText = spec.promptText ?? renderer.renderPrompt(spec.problem, { tools: spec.tool ? [spec.tool] : undefined, compact: spec.compactPrompt });
   const sm = new RolloutStateMachine(
     spec.rolloutId,
     deps.tokenizer.encode(promptText),
     { ...spec.budget, maxParallelCalls: opts.maxParallelCalls, responseLimits: opts.responseLimits },
     deps.tokenizer,
+    renderer,
   );
   const timeoutMs = opts.toolTimeoutMs ?? 4000;
   const memoryMb = opts.toolMemoryMb ?? 384;

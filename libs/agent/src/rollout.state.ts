@@ -4,7 +4,7 @@ import type { ExecResult, GenerateFinishReason, Tokenizer } from './ports';
 import { JUPYTER_TOOL } from './template';
 import { decodeFailureText, parseTurn } from './tool-call.parser';
 import { formatToolResponse, resolveToolResponseLimits, truncateMiddle, type ToolResponseLimits } from './tool-response.formatter';
-import { renderToolTurn } from './template';
+import { RSTAR2_RENDERER, type PromptRenderer } from './prompt.renderer';
 
 /** Limits of one rollout (PROTOCOL §2). */
 export interface RolloutLimits {
@@ -32,6 +32,8 @@ export interface TurnRecord {
   text: string;
   finishReason: GenerateFinishReason;
   engineId: string;
+  /** The weight version the engine reported for this generation, when it reports one. */
+  weightVersion?: string;
 }
 
 /** A tool call the loop executes (or answers itself, when it did not decode). */
@@ -126,6 +128,7 @@ export class RolloutStateMachine {
     private readonly promptIds: readonly number[],
     private readonly limits: RolloutLimits,
     private readonly tokenizer: Tokenizer,
+    private readonly renderer: PromptRenderer = tokenizer.renderer ?? RSTAR2_RENDERER,
   ) {
     if (!Number.isInteger(limits.maxTokens) || limits.maxTokens <= 0) {
       throw new InvalidRolloutRequestError(`budget.maxTokens must be a positive integer, got ${limits.maxTokens}`, 'budget.maxTokens');
@@ -187,7 +190,10 @@ export class RolloutStateMachine {
     // (skip_special_tokens) and trim stop strings, and the rollout's text must match its tokens exactly.
     const text = this.tokenizer.decode(tokenIds);
     const turn = this.turnRecords.length;
-    this.turnRecords.push({ turn, tokenIds, logprobs, text, finishReason: overran ? 'length' : gen.finishReason, engineId: gen.engineId });
+    this.turnRecords.push({
+      turn, tokenIds, logprobs, text, finishReason: overran ? 'length' : gen.finishReason, engineId: gen.engineId,
+      ...(gen.weightVersion === undefined ? {} : { weightVersion: gen.weightVersion }),
+    });
     this.responseIds.push(...tokenIds);
     this.logprobs.push(...logprobs);
     for (let i = 0; i < tokenIds.length; i++) this.mask.push(1);
@@ -244,7 +250,7 @@ export class RolloutStateMachine {
       texts.push(responseText);
     });
     this.pending = [];
-    const toolText = renderToolTurn(texts);
+    const toolText = this.renderer.renderToolTurn(texts);
     const toolIds = this.tokenizer.encode(toolText);
     if (this.used + toolIds.length >= this.limits.maxTokens) {
       this.truncated = true;

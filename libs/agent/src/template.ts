@@ -41,9 +41,14 @@ const TOOL_SIGNATURES: Record<string, object> = {
   },
 };
 
+/** The JSON signature of a tool as the `# Tools` section lists it (a bare `{name}` for an unknown tool). */
+export function toolSignature(tool: string): object {
+  return TOOL_SIGNATURES[tool] ?? { name: tool };
+}
+
 /** The system prompt: reasoning/answer tags and the `# Tools` section (PROTOCOL §1). */
 export function systemPrompt(tools: readonly string[] = [PYTHON_TOOL]): string {
-  const sigs = tools.map((t) => JSON.stringify(TOOL_SIGNATURES[t] ?? { name: t })).join('\n');
+  const sigs = tools.map((t) => JSON.stringify(toolSignature(t))).join('\n');
   return (
     'You are a helpful assistant. You reason inside <reason> </reason> and give the final answer inside ' +
     '<answer> </answer>.\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n' +

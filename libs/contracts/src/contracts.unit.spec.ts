@@ -90,3 +90,33 @@ describe('run config strictness', () => {
     expect(() => parseRunConfig({ stages: [stage], sft: { stpes: 3 } })).toThrowError(/stpes/);
   });
 });
+
+describe('run config of a Hugging Face policy', () => {
+  const stage = { name: 'rl', steps: 2, promptsPerStep: 2, maxResponseTokens: 64, lr: 1e-6 };
+  const engines = [{ kind: 'sglang', url: 'http://127.0.0.1:30000' }];
+  it('reads the older `external` kinds as `hf` / `worker`', () => {
+    const c = parseRunConfig({ stages: [stage], validateOnly: true, policy: { kind: 'external' }, trainer: { kind: 'external' }, engines });
+    expect(c.policy.kind).toBe('hf');
+    expect(c.trainer.kind).toBe('worker');
+  });
+  it('takes the worker settings and leaves them absent when not given', () => {
+    const c = parseRunConfig({ stages: [stage], policy: { kind: 'hf', path: '/m', prompt: 'compact' }, trainer: { kind: 'worker', miniBatch: 8, tisCap: 2, ppoEpochs: 1 }, engines });
+    expect(c.trainer).toMatchObject({ miniBatch: 8, tisCap: 2, ppoEpochs: 1 });
+    expect(parseRunConfig({ stages: [stage] }).trainer).not.toHaveProperty('miniBatch');
+  });
+  it('refuses a Hugging Face policy on the builtin trainer or engine, naming the field', () => {
+    expect(() => parseRunConfig({ stages: [stage], policy: { kind: 'hf', path: '/m' }, engines })).toThrowError(/trainer\.kind/);
+    expect(() => parseRunConfig({ stages: [stage], policy: { kind: 'hf', path: '/m' }, trainer: { kind: 'worker' } })).toThrowError(/engines/);
+    expect(() => parseRunConfig({ stages: [stage], trainer: { kind: 'worker', tisCap: 0.5 } })).toThrowError(/trainer\.tisCap/);
+  });
+});
+
+describe('optional fields added without a version bump', () => {
+  it('parses a TurnGenerated recorded before policyVersion existed, and one with it', () => {
+    const data = { rolloutId: 'rollout:r1:0:0:0', turn: 0, tokenIds: [1, 2], logprobs: [-0.1, -0.2], text: 'ab', finishReason: 'stop' as const, engineId: 'e0' };
+    const old = makeEvent('TurnGenerated', { runId: 'r1', streamId: 's', key: 'k', data, producer: 't' });
+    expect(parseEvent(JSON.stringify(old)).data).not.toHaveProperty('policyVersion');
+    const now = makeEvent('TurnGenerated', { runId: 'r1', streamId: 's', key: 'k', data: { ...data, policyVersion: 3, weightVersion: '3' }, producer: 't' });
+    expect(parseEvent(JSON.stringify(now)).data).toMatchObject({ policyVersion: 3, weightVersion: '3' });
+  });
+});

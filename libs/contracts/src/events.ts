@@ -62,6 +62,17 @@ export const RolloutRequestedData = z.object({
       timeoutS: z.number().positive(),
     })
     .optional(),
+  /**
+   * How to render the prompt (optional, added without a version bump): `compact` = without the system turn.
+   * Set by runs of a Hugging Face policy so that the rollouts use the format of the run's SFT traces; absent
+   * = policy-serving's own setting.
+   */
+  prompt: z.object({ compact: z.boolean() }).optional(),
+  /**
+   * sha256 tokenizer hash of the run's model (optional, added without a version bump; workers/trainer README
+   * gives the recipe): policy-serving refuses the rollout when its own tokenizer hashes differently.
+   */
+  tokenizerHash: z.string().optional(),
 });
 
 export const TurnGeneratedData = z.object({
@@ -72,6 +83,13 @@ export const TurnGeneratedData = z.object({
   text: z.string(),
   finishReason: z.enum(['stop', 'length', 'abort', 'error']),
   engineId: z.string(),
+  /**
+   * The policy version the engines held when the turn was generated, as policy-serving verified it
+   * (optional, added without a version bump; absent in runs recorded before it).
+   */
+  policyVersion: z.number().int().nonnegative().optional(),
+  /** The weight version the engine reported with the generation (SGLang `meta_info.weight_version`), when it reports one. */
+  weightVersion: z.string().optional(),
 });
 
 export const ToolLimits = z.object({
@@ -183,6 +201,25 @@ export const StepOptimizedData = z.object({
   newPolicyVersion: z.number().int().nonnegative(),
   checkpointUri: z.string(),
   checkpointHash: z.string(),
+  /**
+   * Trainer-worker figures (optional, added without a version bump; the builtin trainer leaves them out):
+   * share of tokens where the dual clip bound, optimizer updates of the step (PPO mini-batches x epochs),
+   * the learning rate used, and the sha256 of the safetensors batch file the worker trained on.
+   */
+  dualClipFraction: z.number().nullable().optional(),
+  updates: z.number().int().nonnegative().optional(),
+  lr: z.number().optional(),
+  batchFileHash: z.string().optional(),
+  /**
+   * Engine/trainer logprob mismatch before the update, on every model token: mean and max |log pi_trainer -
+   * log pi_engine|, the k3 estimate of KL(engine || trainer), and the range of pi_trainer / pi_engine.
+   */
+  logprobDrift: z
+    .object({ tokens: z.number().int().nonnegative(), meanAbs: z.number(), maxAbs: z.number(), mismatchKl: z.number(), ratioMin: z.number(), ratioMax: z.number() })
+    .nullable()
+    .optional(),
+  /** Truncated importance sampling, when on: the cap, the mean token weight and the share of capped tokens. */
+  tis: z.object({ cap: z.number(), meanWeight: z.number(), cappedFraction: z.number() }).nullable().optional(),
 });
 
 export const PolicyUpdatedData = z.object({

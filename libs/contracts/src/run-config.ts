@@ -35,8 +35,25 @@ export const RunConfigSchema = z.strictObject({
   seed: z.number().int().default(1),
   policy: z
     .strictObject({
-      kind: z.enum(['builtin', 'external']).default('builtin'),
+      /**
+       * `builtin`: the TensorFlow.js tiny policy. `hf`: a Hugging Face causal LM trained by the trainer worker
+       * (workers/trainer) and served by SGLang / vLLM / the reference engine. `external`: the older name of
+       * `hf` (configs written before the worker existed keep parsing).
+       */
+      kind: z.enum(['builtin', 'hf', 'external']).default('builtin'),
       model: ModelConfigSchema.default(ModelConfigSchema.parse({})),
+      /**
+       * `hf`: the base model directory (config, safetensors, tokenizer.json, chat template) that the trainer
+       * worker and the engines were started with and the SFT stage starts from. Absent: the trainer worker's
+       * `--model` (distributed), or the hf-tiny model built offline when `name` is `hf-tiny` (`rstar train`).
+       */
+      path: z.string().min(1).optional(),
+      /**
+       * `hf`: how prompts are rendered with the model's chat template: `full` (system turn with the `# Tools`
+       * section, PROTOCOL §1) or `compact` (no system turn: the user instruction and the problem). The SFT
+       * traces and every rollout of the run use it. Absent: policy-serving's own setting.
+       */
+      prompt: z.enum(['full', 'compact']).optional(),
       init: z.enum(['sft', 'checkpoint']).default('sft'),
       checkpoint: z.string().nullable().default(null),
       /** Name of the model for real engines (e.g. a HF id), informational for the builtin policy. */
@@ -70,6 +87,11 @@ export const RunConfigSchema = z.strictObject({
        * missing import, unclosed paren). `trailing-check`: the one call prints the answer, then fails.
        */
       toolErrorKinds: z.array(z.enum(['wrong-variable', 'missing-import', 'unclosed-paren', 'trailing-check'])).min(1).optional(),
+      /**
+       * `hf` policies: SFT updates sent to the trainer worker per request (one request = one checkpoint);
+       * absent = all `steps` in ceil(steps / 50) requests. Warm-up counts requests.
+       */
+      updatesPerRequest: z.number().int().min(1).optional(),
     })
     .prefault({}),
   stages: z.array(StageConfigSchema).min(1),
@@ -93,7 +115,33 @@ export const RunConfigSchema = z.strictObject({
     .prefault({}),
   trainer: z
     .strictObject({
-      kind: z.enum(['builtin', 'external']).default('builtin'),
+      /**
+       * `builtin`: libs/policy (TensorFlow.js). `worker`: the PyTorch trainer worker (workers/trainer) over
+       * HTTP, batches as safetensors files in a shared directory. `external`: the older name of `worker`.
+       */
+      kind: z.enum(['builtin', 'worker', 'external']).default('builtin'),
+      /** `worker`: its base URL (default: the optimization service's RSTAR_TRAINER_URL). */
+      url: z.string().url().optional(),
+      /**
+       * `worker`: sequences per optimizer update (verl's ppo_mini_batch_size); absent = the whole batch in one
+       * update. With more than one update per step the ratio moves off 1 and clip-higher / dual clip act.
+       */
+      miniBatch: z.number().int().min(1).optional(),
+      /** `worker`: passes over the batch per step (default 1). */
+      ppoEpochs: z.number().int().min(1).optional(),
+      /** `worker`: cap of padded tokens (sequences x longest) per micro-batch. */
+      microBatchTokens: z.number().int().min(1).optional(),
+      /** `worker`: recompute activations in the backward pass (less memory). */
+      gradientCheckpointing: z.boolean().optional(),
+      /**
+       * `worker`: truncated importance sampling: each token's loss weighted by min(pi_trainer / pi_engine, tisCap)
+       * to correct the engine/trainer logprob mismatch; absent = off.
+       */
+      tisCap: z.number().min(1).optional(),
+      /** `worker`: pi_old = the engine's sampling logprobs (`engine`, default) or the trainer's own before the update (`recomputed`). */
+      oldLogprobs: z.enum(['engine', 'recomputed']).optional(),
+      /** `worker`: seconds to wait for one step's result (training + checkpoint) before failing the run (default 3600). */
+      stepTimeoutS: z.number().positive().optional(),
       warmupSteps: z.number().int().min(0).default(20),
       epsLow: z.number().min(0).default(0.2),
       epsHigh: z.number().min(0).default(0.28),
@@ -142,6 +190,18 @@ export function parseRunConfig(input: unknown): RunConfig {
   const c = r.data;
   if (c.policy.model.dModel % c.policy.model.heads !== 0) {
     throw new ConfigError('policy.model.dModel must be a multiple of policy.model.heads', 'policy.model.dModel');
+  }
+  if (c.policy.kind === 'external') c.policy.kind = 'hf';
+  if (c.trainer.kind === 'external') c.trainer.kind = 'worker';
+  const hf = c.policy.kind === 'hf';
+  if (hf !== (c.trainer.kind === 'worker')) {
+    throw new ConfigError(
+      `policy.kind "${c.policy.kind}" needs trainer.kind "${hf ? 'worker' : 'builtin'}" (a Hugging Face policy trains on the trainer worker, the builtin policy on the builtin trainer)`,
+      'trainer.kind',
+    );
+  }
+  if (hf && c.engines.some((e) => e.kind === 'builtin')) {
+    throw new ConfigError('policy.kind "hf" needs real engines (engines[].kind sglang or vllm; the reference engine of workers/trainer speaks both)', 'engines');
   }
   if (c.data.source === 'file' && !c.data.path) {
     throw new ConfigError('data.path is required when data.source is "file" (give a JSON-lines dataset)', 'data.path');

@@ -36,7 +36,9 @@ export function createEngines(specs: readonly string[], retry: RetryPolicy = DEF
       case 'vllm': {
         const kv = params.get('kv');
         if (kv !== null && !(Number(kv) > 0)) throw new EngineSpecError(spec, `kv must be a positive token count, got "${kv}"`);
-        return new VllmAdapter(id, base, { model: params.get('model') ?? undefined, kvCapacityTokens: kv ? Number(kv) : undefined, retry, apiKey: opts.apiKey });
+        const wait = params.get('reloadWaitMs');
+        if (wait !== null && !(Number(wait) >= 0)) throw new EngineSpecError(spec, `reloadWaitMs must be a non-negative number of milliseconds, got "${wait}"`);
+        return new VllmAdapter(id, base, { model: params.get('model') ?? undefined, kvCapacityTokens: kv ? Number(kv) : undefined, reloadWaitMs: wait ? Number(wait) : undefined, retry, apiKey: opts.apiKey });
       }
       default:
         throw new EngineSpecError(spec, `unknown kind "${kind}" (kinds: ${ENGINE_KINDS.join(', ')})`);

@@ -2,8 +2,9 @@ import { ContextExceededError, type EngineSession, type GenerateRequest, type Ge
 import { RolloutScheduler, type Lease } from './scheduler/rollout.scheduler';
 import type { SchedulingPolicy } from './scheduler/engine.picker';
 import { EngineContextExceededError, EngineUnavailableError, NoEngineError } from './engine.errors';
-import type { EngineAdapter } from './engine.port';
 import { forgetPoolMetrics, registerPoolMetrics } from './engine-pool.metrics';
+import type { EngineAdapter, LoadedWeights } from './engine.port';
+import { checkLoadedWeights, type PolicyWeights } from './weight-sync';
 
 /** Options of the pool. */
 export interface EnginePoolOptions {
@@ -108,13 +109,34 @@ export class EnginePool {
     this.grant(grants);
   }
 
-  /** Load a checkpoint on every live engine and drop their prefix caches. Call it with no rollout in flight. */
-  async updateWeights(path: string): Promise<void> {
+  /**
+   * Load a checkpoint on every live engine and drop their prefix caches. Call it with no rollout in flight.
+   * With `policy`, each engine is told the policy version and must then report holding it
+   * ({@link checkLoadedWeights}: the load's answer and `loadedWeights()`). @throws WeightSyncError naming
+   * the engine and both versions/hashes; the engine's own errors.
+   */
+  async updateWeights(path: string, policy?: PolicyWeights): Promise<void> {
     const live = this.scheduler.snapshot().filter((e) => e.up).map((e) => this.byId.get(e.id) as EngineAdapter);
     await Promise.all(live.map(async (a) => {
-      await a.updateWeights(path);
+      const answer = await a.updateWeights(path, policy ? { version: policy.version } : undefined);
       await a.flushCache();
+      if (!policy) return;
+      const mismatch = checkLoadedWeights(a, policy, answer || null) ?? checkLoadedWeights(a, policy, a.loadedWeights ? await a.loadedWeights() : null);
+      if (mismatch) throw mismatch;
     }));
+  }
+
+  /**
+   * Ask every live engine what it holds and compare with `policy` (before a step samples).
+   * @throws WeightSyncError for the first engine that reports other weights.
+   */
+  async verifyWeights(policy: PolicyWeights): Promise<void> {
+    const live = this.scheduler.snapshot().filter((e) => e.up).map((e) => this.byId.get(e.id) as EngineAdapter);
+    const reports = await Promise.all(live.map(async (a): Promise<[EngineAdapter, LoadedWeights | null]> => [a, a.loadedWeights ? await a.loadedWeights() : null]));
+    for (const [a, r] of reports) {
+      const mismatch = checkLoadedWeights(a, policy, r);
+      if (mismatch) throw mismatch;
+    }
   }
 
   /** Stop probing and fail every waiter. */

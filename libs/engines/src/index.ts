@@ -5,6 +5,7 @@ export * from './sglang.adapter';
 export * from './vllm.adapter';
 export * from './engine.factory';
 export * from './engine.pool';
+export * from './weight-sync';
 export * from './scheduler/engine.picker';
 export * from './scheduler/rollout.scheduler';
 export { startBuiltinEngine, GenerationScheduler, type BuiltinEngine, type BuiltinEngineOptions, type SchedulerStats as BuiltinEngineStats } from './builtin-engine';

@@ -1,6 +1,6 @@
 import type { GenerateFinishReason, GenerateRequest, GenerateResult } from '@rstar/agent';
 import { EngineResponseError } from './engine.errors';
-import type { EngineAdapter, ServerInfo } from './engine.port';
+import type { EngineAdapter, LoadedWeights, ModelInfo, ServerInfo } from './engine.port';
 import { DEFAULT_RETRY, probeHealth, requestJson, type RetryPolicy } from './http.client';
 
 interface SglangGenerateResponse {
@@ -8,9 +8,15 @@ interface SglangGenerateResponse {
   output_ids?: number[];
   meta_info?: {
     finish_reason?: { type?: string } | string | null;
+    weight_version?: string | number | null;
     /** `[logprob, token_id, token_text|null]` per generated token. */
     output_token_logprobs?: [number | null, number, string | null][];
   };
+}
+
+/** A reported string field (numbers as their decimal text), or null when absent. */
+function str(v: unknown): string | null {
+  return typeof v === 'string' ? v : typeof v === 'number' ? String(v) : null;
 }
 
 /** Map SGLang's finish reason (`{type: 'stop'|'length'|'abort'}`) to the agent's. */
@@ -24,8 +30,10 @@ function finishOf(fr: { type?: string } | string | null | undefined): GenerateFi
 /**
  * SGLang's native HTTP API (also spoken by the built-in engine): `POST /generate` with `input_ids`,
  * `sampling_params` and `return_logprob`; `POST /abort_request`; `GET /get_server_info`
- * (`max_total_num_tokens` = KV-cache capacity in tokens); `POST /update_weights_from_disk`;
- * `POST /flush_cache`; `GET /health`.
+ * (`max_total_num_tokens` = KV-cache capacity in tokens); `POST /update_weights_from_disk` with a
+ * `weight_version`; `GET /get_weight_version` and `GET /get_model_info`; `POST /flush_cache`; `GET /health`.
+ * Every generation reports the engine's `weight_version`, which policy-serving checks against the policy
+ * version it loaded.
  */
 export class SglangAdapter implements EngineAdapter {
   readonly kind: string;
@@ -72,7 +80,11 @@ export class SglangAdapter implements EngineAdapter {
       const lp = res?.meta_info?.output_token_logprobs;
       if (!res || !Array.isArray(lp)) throw new EngineResponseError(this.id, '/generate answered without meta_info.output_token_logprobs');
       const tokenIds = Array.isArray(res.output_ids) && res.output_ids.length === lp.length ? res.output_ids : lp.map((e) => e[1]);
-      return { tokenIds, logprobs: lp.map((e) => e[0] ?? 0), text: res.text ?? '', finishReason: finishOf(res.meta_info?.finish_reason) };
+      const wv = res.meta_info?.weight_version;
+      return {
+        tokenIds, logprobs: lp.map((e) => e[0] ?? 0), text: res.text ?? '', finishReason: finishOf(res.meta_info?.finish_reason),
+        ...(wv === undefined || wv === null ? {} : { weightVersion: String(wv) }),
+      };
     } finally {
       signal?.removeEventListener('abort', onAbort);
     }
@@ -82,9 +94,44 @@ export class SglangAdapter implements EngineAdapter {
     await requestJson(this.id, this.url, '/abort_request', { apiKey: this.apiKey,  body: { rid }, expectJson: false }, { ...this.retry, attempts: 1, timeoutMs: 5000 });
   }
 
-  async updateWeights(path: string): Promise<void> {
-    const res = (await requestJson(this.id, this.url, '/update_weights_from_disk', { apiKey: this.apiKey,  body: { model_path: path } }, this.retry)) as { success?: boolean; message?: string } | null;
+  /**
+   * `POST /update_weights_from_disk {model_path, weight_version}`; resolves with the `weight_version` and
+   * `manifest_hash` of the answer (null when absent). @throws EngineResponseError when the engine says
+   * `success: false` (e.g. the reference engine refusing a checkpoint without STABLE or with another tokenizer).
+   */
+  async updateWeights(path: string, opts: { version?: number } = {}): Promise<LoadedWeights> {
+    const body = { model_path: path, ...(opts.version === undefined ? {} : { weight_version: String(opts.version) }) };
+    let res: { success?: boolean; message?: string; weight_version?: unknown; manifest_hash?: unknown } | null;
+    try {
+      res = (await requestJson(this.id, this.url, '/update_weights_from_disk', { apiKey: this.apiKey, body }, this.retry)) as typeof res;
+    } catch (e) {
+      // The reference engine answers a refused load with HTTP 400 and {success: false, message}.
+      if (e instanceof EngineResponseError) throw new EngineResponseError(this.id, `weight update from ${path} failed: ${e.message}`);
+      throw e;
+    }
     if (res && res.success === false) throw new EngineResponseError(this.id, `weight update from ${path} failed: ${res.message ?? 'no message'}`);
+    return { weightVersion: str(res?.weight_version), manifestHash: str(res?.manifest_hash) };
+  }
+
+  /**
+   * `GET /get_weight_version` (SGLang; the reference engine adds `manifest_hash`); engines without the
+   * route (the builtin engine, older SGLang) are read from `/get_server_info`.
+   */
+  async loadedWeights(): Promise<LoadedWeights> {
+    let res: Record<string, unknown> | null;
+    try {
+      res = (await requestJson(this.id, this.url, '/get_weight_version', { apiKey: this.apiKey }, this.retry)) as Record<string, unknown> | null;
+    } catch (e) {
+      if (!(e instanceof EngineResponseError)) throw e;
+      res = (await requestJson(this.id, this.url, '/get_server_info', { apiKey: this.apiKey }, this.retry)) as Record<string, unknown> | null;
+    }
+    return { weightVersion: str(res?.weight_version), manifestHash: str(res?.manifest_hash) };
+  }
+
+  /** `GET /get_model_info`: the served model path and, from the reference engine, the tokenizer hash. */
+  async modelInfo(): Promise<ModelInfo> {
+    const res = (await requestJson(this.id, this.url, '/get_model_info', { apiKey: this.apiKey }, this.retry)) as Record<string, unknown> | null;
+    return { modelPath: str(res?.model_path), tokenizerHash: str(res?.tokenizer_hash) };
   }
 
   async flushCache(): Promise<void> {

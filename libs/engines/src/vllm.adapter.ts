@@ -1,6 +1,7 @@
 import type { GenerateFinishReason, GenerateRequest, GenerateResult } from '@rstar/agent';
 import { EngineResponseError, EngineUnsupportedError } from './engine.errors';
-import type { EngineAdapter, ServerInfo } from './engine.port';
+import { resolve } from 'node:path';
+import type { EngineAdapter, LoadedWeights, ModelInfo, ServerInfo } from './engine.port';
 import { DEFAULT_RETRY, probeHealth, requestJson, type RetryPolicy } from './http.client';
 
 interface VllmChoice {
@@ -15,6 +16,12 @@ export interface VllmOptions {
   model?: string;
   kvCapacityTokens?: number;
   retry?: RetryPolicy;
+  /**
+   * Weight reload by restart (stock vLLM cannot load weights from disk): `updateWeights(path)` waits up to
+   * this long (ms) for the server, restarted by its supervisor on `path`, to serve it (`/v1/models` root).
+   * 0 (default): only check once.
+   */
+  reloadWaitMs?: number;
   /** Bearer token of vLLM's `--api-key`, sent with every request. */
   apiKey?: string | null;
 }
@@ -24,7 +31,9 @@ export interface VllmOptions {
  * `return_tokens_as_token_ids` (tokens come back as `token_id:<n>`) and `return_token_ids`. The KV
  * capacity is `num_gpu_blocks * block_size` from the `vllm:cache_config_info` metric. Abort = closing the
  * HTTP request (vLLM aborts on disconnect); flush = `POST /reset_prefix_cache`. A stock vLLM server has
- * no weight reload from disk: `updateWeights` throws {@link EngineUnsupportedError}.
+ * no weight reload from disk; the supported path is a restart on the new checkpoint (`vllm serve DIR`):
+ * `updateWeights(path)` resolves once the server serves `path` (the `root` of `/v1/models`, waiting up to
+ * `reloadWaitMs`) and throws {@link EngineUnsupportedError} naming the restart otherwise.
  */
 export class VllmAdapter implements EngineAdapter {
   readonly kind = 'vllm';
@@ -104,8 +113,27 @@ export class VllmAdapter implements EngineAdapter {
     this.inflight.get(rid)?.abort(new Error(`aborted ${rid}`));
   }
 
-  async updateWeights(path: string): Promise<void> {
-    throw new EngineUnsupportedError(this.id, `updateWeights(${path})`, 'stock vLLM cannot reload weights from disk; restart it on the new checkpoint or use SGLang');
+  async updateWeights(path: string): Promise<LoadedWeights> {
+    const want = resolve(path);
+    const deadline = Date.now() + (this.opts.reloadWaitMs ?? 0);
+    for (;;) {
+      const served = await this.modelInfo().then((m) => m.modelPath, () => null);
+      if (served !== null && resolve(served) === want) return { weightVersion: null, manifestHash: null };
+      if (Date.now() >= deadline) {
+        throw new EngineUnsupportedError(
+          this.id, `updateWeights(${path})`,
+          `stock vLLM cannot reload weights from disk: restart it on the checkpoint (\`vllm serve ${path} --served-model-name ${this.model ?? 'NAME'}\`); it serves ${served ?? 'an unknown model'} now. Give the restart time with vllm=URL?reloadWaitMs=MS`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+
+  /** `GET /v1/models`: the served model's path (`root`); vLLM reports no tokenizer hash. */
+  async modelInfo(): Promise<ModelInfo> {
+    const res = (await requestJson(this.id, this.url, '/v1/models', { apiKey: this.opts.apiKey }, this.retry)) as { data?: { id?: string; root?: string }[] } | null;
+    const m = res?.data?.[0];
+    return { modelPath: m?.root ?? null, tokenizerHash: null };
   }
 
   async flushCache(): Promise<void> {

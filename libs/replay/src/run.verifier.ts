@@ -1,4 +1,4 @@
-import type { RstarEvent } from '@rstar/contracts';
+import type { EventData, RstarEvent } from '@rstar/contracts';
 import { buildTrainingBatch, resampleGroup, type BatchGroup, type GroupRollout, type TrainingBatch } from '@rstar/grpo';
 import { indexRun, type GroupRecord, type RunIndex, type StepRecord } from './run.index';
 import { createRegrader, type RegradeFn, type RegradeVerdict } from './reward.regrader';
@@ -59,6 +59,21 @@ export type StepRetrainer = (input: {
   startCheckpoint: { version: number; checkpointUri: string; checkpointHash: string } | null;
 }) => Promise<{ checkpointHash: string } | null>;
 
+/**
+ * Re-checks one step's recorded checkpoint without re-training it (a checkpoint written by a trainer whose
+ * optimizer state lives outside the checkpoint, e.g. the trainer worker): the batch re-derived from the log
+ * must give the recorded batch file, and the checkpoint on disk must hash to the recorded checkpoint hash and
+ * match its manifest. Returns each disagreement (empty = all agree), or null when the checkpoint is not
+ * available (skipped).
+ */
+export type CheckpointChecker = (input: {
+  step: number;
+  batch: TrainingBatch;
+  /** The policy version the step was sampled with. */
+  startVersion: number;
+  optimized: EventData<'StepOptimized'>;
+}) => Promise<Array<{ field: string; recorded: unknown; recomputed: unknown; message: string }> | null>;
+
 export interface VerifyOptions {
   /** Re-grader (default: {@link createRegrader} over today's `@rstar/grader`). */
   grade?: RegradeFn;
@@ -66,6 +81,8 @@ export interface VerifyOptions {
   execute?: ToolReexecutor;
   /** Set to re-train each step and compare the checkpoint hash. */
   retrain?: StepRetrainer;
+  /** Set to re-check each step's recorded checkpoint (and batch file) instead of re-training ({@link CheckpointChecker}). */
+  checkpoints?: CheckpointChecker;
   /** Only this step. */
   step?: number;
   /** Whether the regrader can decide symbolic checks (recorded rules `sympy`/`timeout` are re-checked only then). */
@@ -140,6 +157,7 @@ export async function verifyRun(events: Iterable<RstarEvent> | RunIndex, opts: V
     const { execute, retrain } = opts;
     if (execute) await timed('execute', () => verifyToolCalls(ix, s, execute, opts.concurrency ?? 8, report));
     if (retrain && batch && s.optimized) await timed('retrain', () => verifyCheckpoint(ix, s, batch, retrain, report));
+    else if (opts.checkpoints && batch && s.optimized) await timed('retrain', () => recheckCheckpoint(s, batch, opts.checkpoints!, report));
     else if (s.optimized) report.skipped.checkpoints++;
   }
   if (!opts.execute) {
@@ -332,6 +350,20 @@ async function verifyCheckpoint(ix: RunIndex, s: StepRecord, batch: TrainingBatc
   if (got.checkpointHash !== o.checkpointHash) {
     push(report, { eventId: o.eventId, field: 'checkpointHash', step: s.step, kind: 'checkpoint_hash', deterministic: true, recorded: o.checkpointHash, recomputed: got.checkpointHash,
       cause: 'trainer_changed', message: `${o.eventId}.checkpointHash: ${o.checkpointHash} -> ${got.checkpointHash} (re-trained from the checkpoint of policy version ${version})` });
+  }
+}
+
+async function recheckCheckpoint(s: StepRecord, batch: TrainingBatch, check: CheckpointChecker, report: VerifyReport): Promise<void> {
+  const o = s.optimized!;
+  const { eventId: _id, ...optimized } = o;
+  const found = await check({ step: s.step, batch, startVersion: s.started?.policyVersion ?? o.newPolicyVersion - 1, optimized });
+  if (!found) {
+    report.skipped.checkpoints++;
+    return;
+  }
+  report.checked.checkpoints++;
+  for (const f of found) {
+    push(report, { eventId: o.eventId, field: f.field, step: s.step, kind: f.field === 'batchFileHash' ? 'batch' : 'checkpoint_hash', deterministic: true, recorded: f.recorded, recomputed: f.recomputed, cause: 'checkpoint_changed', message: `${o.eventId}.${f.field}: ${f.message}` });
   }
 }
 

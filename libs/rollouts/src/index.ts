@@ -4,3 +4,4 @@ export * from './policy-serving.handler';
 export * from './rollout.batch';
 export * from './policy.follower';
 export * from './turn.journal';
+export * from './engine-tokenizer.check';

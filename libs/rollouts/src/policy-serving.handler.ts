@@ -3,7 +3,7 @@ import { makeEvent, streams, type RstarEvent } from '@rstar/contracts';
 import { PermanentError, TransientError, type EventBus, type Subscription } from '@rstar/messaging';
 import { counter, createLogger, histogram, inSpan, type Logger } from '@rstar/telemetry';
 import { BusToolExecutor } from './bus-tool.executor';
-import { EngineError, EngineResponseError, ReservationTooLargeError, type EnginePool } from '@rstar/engines';
+import { EngineError, EngineResponseError, ReservationTooLargeError, WeightSyncError, checkLoadedWeights, type EnginePool } from '@rstar/engines';
 import { PolicyFollower, PolicyFollowerClosedError } from './policy.follower';
 import { PolicyVersionGate, type PolicyRef } from './policy-version.gate';
 import { TurnJournal } from './turn.journal';
@@ -15,8 +15,13 @@ export interface PolicyServingOptions {
   tokenizer: Tokenizer;
   /** Agent-loop options (tool limits, response truncation, parallel calls). */
   rollout?: RolloutOptions;
-  /** Render prompts without the system turn (the tiny built-in policy). Default false. */
+  /** Render prompts without the system turn (the tiny built-in policy). Default false; a request's `prompt` wins. */
   compactPrompt?: boolean;
+  /**
+   * The tokenizer hash of {@link tokenizer} (a model's own tokenizer: `ModelTokenizer.hash`): a rollout whose
+   * request carries another `tokenizerHash` fails its run. Absent: not checked.
+   */
+  tokenizerHash?: string;
   /** Rollouts handled at once (the scheduler decides how many generate). Default 256. */
   concurrency?: number;
   /** Wait for a `ToolCallCompleted` (ms). Default 120000. */
@@ -95,6 +100,11 @@ export class PolicyServingHandler {
   /** Rollouts running here: the run, and when its held turns/results may be acked (see ACK_FLUSH_GRACE_MS). */
   private readonly running = new Map<string, { result: Promise<void>; outcome: Promise<RunOutcome>; acked: () => void }>();
   private readonly done = new Set<string>();
+  /** Runs this instance failed (weight sync or tokenizer mismatch): their rollouts are dropped. */
+  private readonly failedRuns = new Set<string>();
+  /** Checkpoint hash of each loaded policy (`runId@version`), and the policies verified before sampling. */
+  private readonly policyHashes = new Map<string, string>();
+  private readonly verified = new Map<string, Promise<void>>();
   private subs: Subscription[] = [];
   private stopping: Promise<'stopping'> = new Promise(() => undefined);
   private markStopping: () => void = () => undefined;
@@ -107,7 +117,8 @@ export class PolicyServingHandler {
     this.log = opts.logger ?? createLogger('policy-serving');
     this.tools = new BusToolExecutor(bus, { runId: '', producer: this.producer, causedBy: null }, { resultTimeoutMs: opts.toolResultTimeoutMs ?? 120_000 });
     this.gate = new PolicyVersionGate(opts.initialPolicyVersion ?? 0);
-    this.follower = new PolicyFollower(this.gate, (uri) => this.opts.pool.updateWeights(uri));
+    this.follower = new PolicyFollower(this.gate, (uri, ref) =>
+      this.opts.pool.updateWeights(uri, ref && ref.checkpointHash ? { version: ref.version, checkpointHash: ref.checkpointHash } : undefined));
   }
 
   /** The policy version the engines hold now (of the run in {@link policy}). */
@@ -209,16 +220,50 @@ export class PolicyServingHandler {
   }
 
   private async onPolicyUpdated(ev: RstarEvent<'PolicyUpdated'>): Promise<void> {
-    const { version, checkpointUri } = ev.data;
-    const ref = { runId: ev.runId, version, at: Date.parse(ev.meta.recordedAt) };
+    const { version, checkpointUri, checkpointHash } = ev.data;
+    const ref = { runId: ev.runId, version, at: Date.parse(ev.meta.recordedAt), checkpointHash };
+    this.policyHashes.set(`${ev.runId}@${version}`, checkpointHash);
+    if (this.failedRuns.has(ev.runId)) return;
     try {
       const applied = await this.follower.apply(ref, checkpointUri);
       this.log.info(applied ? 'weights reloaded' : 'policy update skipped (not newer)', { runId: ev.runId, version, uri: checkpointUri });
       await this.follower.superseded(ref);
     } catch (e) {
       if (e instanceof PolicyFollowerClosedError) throw new TransientError(`PolicyUpdated ${ev.runId}@${version} released unacked: ${e.message}`, e);
+      if (e instanceof WeightSyncError) {
+        await this.failRun(ev, null, `weight sync failed after loading policy version ${version} from ${checkpointUri}: ${e.message}`);
+        throw new PermanentError(e.message, 'checkpointHash');
+      }
       throw new TransientError(`loading policy ${ev.runId}@${version} from ${checkpointUri} failed: ${(e as Error).message}`, e);
     }
+  }
+
+  /**
+   * Fail a run loudly: `RunFailed` (deterministic id per run, so several instances or rollouts record it
+   * once) naming what went wrong; later rollouts of the run are dropped here.
+   */
+  private async failRun(cause: RstarEvent, step: number | null, error: string): Promise<void> {
+    this.failedRuns.add(cause.runId);
+    this.log.error('run failed', { runId: cause.runId, step, error });
+    await this.bus.publish(makeEvent('RunFailed', {
+      runId: cause.runId, streamId: streams.run(cause.runId), key: cause.runId, producer: this.producer, causedBy: cause, data: { error, step },
+    }));
+  }
+
+  /**
+   * Before a run's rollouts sample with policy `version`: every engine must report holding it (its weight
+   * version, and the checkpoint manifest hash when known), once per run and version.
+   */
+  private verifyBeforeSampling(runId: string, version: number): Promise<void> {
+    const key = `${runId}@${version}`;
+    let p = this.verified.get(key);
+    if (!p) {
+      p = this.opts.pool.verifyWeights({ version, checkpointHash: this.policyHashes.get(key) ?? null });
+      this.verified.set(key, p);
+      p.catch(() => this.verified.delete(key));
+      if (this.verified.size > 1000) this.verified.delete(this.verified.keys().next().value as string);
+    }
+    return p;
   }
 
   /**
@@ -254,7 +299,7 @@ export class PolicyServingHandler {
 
   private async onRequested(ev: Requested, deliveryCount: number): Promise<void> {
     const id = ev.data.rolloutId;
-    if (this.done.has(id)) return;
+    if (this.done.has(id) || this.failedRuns.has(ev.runId)) return;
     // A redelivery may be the redo of a rollout a dead process had started: wait until the turns it held
     // are back in the journal, or the redo would sample turns that were already published.
     if (deliveryCount > 1 && !this.running.has(id)) {
@@ -291,29 +336,46 @@ export class PolicyServingHandler {
 
   private async runOne(ev: Requested): Promise<void> {
     const r = ev.data;
+    if (r.tokenizerHash && this.opts.tokenizerHash && r.tokenizerHash !== this.opts.tokenizerHash) {
+      const msg = `tokenizer mismatch: run ${ev.runId} was started with tokenizer hash ${r.tokenizerHash}, policy-serving serves ${this.opts.tokenizerHash}; point RSTAR_TOKENIZER_DIR at the model the engines and the trainer serve`;
+      await this.failRun(ev, r.step, msg);
+      throw new PermanentError(msg, 'tokenizerHash');
+    }
     const version = await this.gate.enter(ev.runId, r.policyVersion, this.opts.versionWaitMs ?? 60_000);
     if (version === null) {
       const held = this.gate.loaded;
       throw new TransientError(`rollout ${r.rolloutId} asks for policy version ${r.policyVersion} of run ${ev.runId}; engines hold ${held.runId ?? '(start)'}@${held.version} (no such PolicyUpdated seen by durable ${this.durables.policy})`);
     }
     const session = this.opts.pool.open(r.rolloutId);
+    const kinds = new Map(this.opts.pool.adapters.map((a) => [a.id, a.kind]));
     let result: RolloutResult;
     try {
+      await this.verifyBeforeSampling(ev.runId, version);
       const stream = streams.rollout(r.rolloutId);
       const attributes = { 'rstar.run.id': ev.runId, 'rstar.rollout.id': r.rolloutId, 'rstar.group.id': r.groupId, 'rstar.step': r.step, 'rstar.policy.version': version };
       result = await inSpan('rollout', { attributes }, async (span) => {
         const res = await runRollout(
-        { rolloutId: r.rolloutId, problem: r.problem, sampling: r.samplingParams, budget: r.budget, tool: r.tool, compactPrompt: this.opts.compactPrompt },
+        { rolloutId: r.rolloutId, problem: r.problem, sampling: r.samplingParams, budget: r.budget, tool: r.tool, compactPrompt: r.prompt?.compact ?? this.opts.compactPrompt },
         {
           engine: tracedSession(session, r.rolloutId),
           tools: this.tools.forRollout(ev.runId, ev),
           tokenizer: this.opts.tokenizer,
           recorded: (turn) => this.journal.get(r.rolloutId, turn),
           onTurn: async (t: TurnRecord) => {
+            // The engine says which weights sampled the turn: they must be the policy version this rollout runs on.
+            const mismatch = checkLoadedWeights(
+              { id: t.engineId, kind: kinds.get(t.engineId) ?? 'unknown' },
+              { version, checkpointHash: null },
+              t.weightVersion === undefined ? null : { weightVersion: t.weightVersion, manifestHash: null },
+            );
+            if (mismatch) throw mismatch;
             await this.bus.publish(
               makeEvent('TurnGenerated', {
                 runId: ev.runId, streamId: stream, key: `${r.rolloutId}:${t.turn}`, producer: this.producer, causedBy: ev,
-                data: { rolloutId: r.rolloutId, turn: t.turn, tokenIds: t.tokenIds, logprobs: t.logprobs, text: t.text, finishReason: t.finishReason, engineId: t.engineId },
+                data: {
+                  rolloutId: r.rolloutId, turn: t.turn, tokenIds: t.tokenIds, logprobs: t.logprobs, text: t.text, finishReason: t.finishReason, engineId: t.engineId,
+                  policyVersion: version, ...(t.weightVersion === undefined ? {} : { weightVersion: t.weightVersion }),
+                },
               }),
             );
             // Published: a retry in this process continues from it even before the bus delivers it back.
@@ -329,6 +391,10 @@ export class PolicyServingHandler {
         return res;
       });
     } catch (e) {
+      if (e instanceof WeightSyncError) {
+        await this.failRun(ev, r.step, `step ${r.step} of run ${ev.runId} cannot sample with policy version ${version}: ${e.message}`);
+        throw new PermanentError(e.message, 'policyVersion');
+      }
       if (e instanceof InvalidRolloutRequestError) throw new PermanentError(e.message, e.field);
       if (e instanceof ReservationTooLargeError) throw new PermanentError(e.message, 'budget.maxTokens');
       // A 4xx from the engine will not pass on retry (context overflows never get here: they end the rollout truncated).

@@ -20,14 +20,15 @@ export class PolicyFollowerClosedError extends Error {
  * instead of starting at version 0 and leaving rollouts for version N waiting forever.
  */
 export class PolicyFollower {
-  private target: { ref: PolicyRef; uri: string } | null = null;
+  private target: { ref: PolicyRef & { checkpointHash?: string }; uri: string } | null = null;
   private loading: Promise<void> | null = null;
   private holds: Array<{ above: PolicyRef; resolve: () => void; reject: (e: Error) => void }> = [];
   private closed: PolicyFollowerClosedError | null = null;
 
   constructor(
     private readonly gate: PolicyVersionGate,
-    private readonly load: (checkpointUri: string) => Promise<void>,
+    /** Loads a checkpoint; `ref` names the policy (with its checkpoint hash when the update carried one). */
+    private readonly load: (checkpointUri: string, ref?: PolicyRef & { checkpointHash?: string }) => Promise<void>,
   ) {}
 
   /**
@@ -35,7 +36,7 @@ export class PolicyFollower {
    * Resolves true when a load covering it ran, false when the engines already held it or newer.
    * @throws the load's error (the update should be redelivered); PolicyFollowerClosedError after close().
    */
-  async apply(ref: PolicyRef, checkpointUri: string): Promise<boolean> {
+  async apply(ref: PolicyRef & { checkpointHash?: string }, checkpointUri: string): Promise<boolean> {
     if (this.closed) throw this.closed;
     if (!isNewerPolicy(ref, this.gate.loaded)) return false;
     if (!this.target || isNewerPolicy(ref, this.target.ref)) this.target = { ref: { ...ref }, uri: checkpointUri };
@@ -77,7 +78,7 @@ export class PolicyFollower {
       try {
         while (!this.closed && this.target && isNewerPolicy(this.target.ref, this.gate.loaded)) {
           const t = this.target;
-          await this.gate.update(t.ref, () => this.load(t.uri));
+          await this.gate.update(t.ref, () => this.load(t.uri, t.ref));
           this.release();
         }
       } finally {

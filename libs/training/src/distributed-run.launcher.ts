@@ -10,6 +10,7 @@ import { readRunEvents, runEventSource } from './event-store.sources';
 import { runPrompts } from './prompt.sources';
 import { resolveDataPath } from './run-config.loader';
 import { StagedBuiltinTrainer } from './staged.trainer';
+import { launchHfRun } from './hf/hf-run.launcher';
 
 /** What the optimization service gives the launcher. */
 export interface LaunchDeps {
@@ -24,6 +25,10 @@ export interface LaunchDeps {
   engines: readonly EngineAdapter[];
   /** Checkpoints go to `<checkpointRoot>/<runId>/` (a path every engine can read). */
   checkpointRoot: string;
+  /** The trainer worker's URL for `trainer.kind: worker` runs whose config names none (RSTAR_TRAINER_URL). */
+  trainerUrl?: string;
+  /** Shared directory for the worker's batch files (RSTAR_BATCH_DIR; default `<checkpointRoot>/batches`). */
+  batchDir?: string;
   /** Extends the RunStarted message's ack deadline while the run goes on. */
   working?: () => void;
   log?: (msg: string, fields?: Record<string, unknown>) => void;
@@ -35,7 +40,8 @@ export interface LaunchDeps {
  * run: SFT (or `policy.init: checkpoint`), push those weights to every engine as policy version 0, then the
  * step driver. After a restart the message is redelivered: the archive's latest `PolicyUpdated` gives the
  * weights (and optimizer state) to resume from, and {@link OptimizationHandler} goes on at the next step
- * with the same deterministic event ids. A `validateOnly` or non-builtin config ends in `RunFailed`.
+ * with the same deterministic event ids. A Hugging Face policy (`policy.kind: hf`) runs on the trainer
+ * worker ({@link launchHfRun}). A `validateOnly` config ends in `RunFailed`.
  */
 export async function launchDistributedRun(ev: RstarEvent<'RunStarted'>, deps: LaunchDeps): Promise<RunSummary | null> {
   const runId = ev.runId;
@@ -51,7 +57,12 @@ export async function launchDistributedRun(ev: RstarEvent<'RunStarted'>, deps: L
     return fail((e as Error).message);
   }
   if (config.validateOnly) return fail(`config "${config.name}" is validateOnly (needs real engines and a GPU trainer configured for it)`);
-  if (config.trainer.kind !== 'builtin') return fail('trainer.kind "external" needs an external trainer worker (batch protocol in services/optimization/README.md); not configured');
+  if (config.policy.kind === 'hf') {
+    return launchHfRun(ev, config, {
+      bus: deps.bus, store: deps.store, engines: deps.engines, trainerUrl: deps.trainerUrl, batchDir: deps.batchDir ?? join(resolve(deps.checkpointRoot), 'batches'),
+      working: deps.working, log: deps.log,
+    });
+  }
   const archived = await readRunEvents(deps.store, runId);
   const resume = resumePoint(archived);
   if (resume.finished) return null;

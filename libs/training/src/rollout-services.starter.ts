@@ -23,6 +23,8 @@ export interface RolloutServicesOptions {
   /** Inference engines (policy-serving's pool). */
   engines: readonly EngineAdapter[];
   tokenizer: Tokenizer;
+  /** The tokenizer's hash (a model's own tokenizer): rollouts of runs started with another are refused. */
+  tokenizerHash?: string;
   /** Policy version the engines hold at start (default 0). */
   initialPolicyVersion?: number;
 }
@@ -44,7 +46,7 @@ export interface RolloutServices {
 export async function startRolloutServices(o: RolloutServicesOptions): Promise<RolloutServices> {
   const { bus, config, runId } = o;
   const serving = new PolicyServingHandler(bus, {
-    pool: await EnginePool.create(o.engines, config.scheduler), tokenizer: o.tokenizer, compactPrompt: true, initialPolicyVersion: o.initialPolicyVersion ?? 0,
+    pool: await EnginePool.create(o.engines, config.scheduler), tokenizer: o.tokenizer, tokenizerHash: o.tokenizerHash, compactPrompt: true, initialPolicyVersion: o.initialPolicyVersion ?? 0,
     rollout: { toolTimeoutMs: config.tool.timeoutMs, toolMemoryMb: config.tool.memoryMb, maxParallelCalls: config.tool.maxParallelCalls },
     durable: { rollouts: `policy-serving-rollouts-${runId}`, toolResults: `policy-serving-tool-results-${runId}`, policy: `policy-serving-policy-${runId}` },
   });

@@ -23,6 +23,9 @@ export class RunStartConsumer {
     private readonly opts: {
       engines: readonly EngineAdapter[];
       checkpointRoot: string;
+      /** The trainer worker of `trainer.kind: worker` runs (RSTAR_TRAINER_URL) and the shared batch directory (RSTAR_BATCH_DIR). */
+      trainerUrl?: string;
+      batchDir?: string;
       durable?: string;
       /** Consumers of the other stages that must exist before a run's first step (default {@link pipelineDurables}). */
       pipeline?: readonly string[];
@@ -59,6 +62,7 @@ export class RunStartConsumer {
           await this.opts.archiveCaughtUp?.(() => ctx.working());
           const r = await launchDistributedRun(ev, {
             bus: this.bus, store: this.store, engines: this.opts.engines, checkpointRoot: this.opts.checkpointRoot, working: () => ctx.working(), log: this.opts.log,
+            trainerUrl: this.opts.trainerUrl, batchDir: this.opts.batchDir,
           });
           this.opts.log?.('run ended', { runId: ev.runId, steps: r?.steps ?? null });
         } finally {

@@ -15,14 +15,8 @@ import { REPO_ROOT, resolveDataPath } from './run-config.loader';
 import { startRolloutServices } from './rollout-services.starter';
 import { StagedBuiltinTrainer } from './staged.trainer';
 
-/** A config `rstar train` will not run here (e.g. a 14B preset marked `validateOnly`). */
-export class RunRefusedError extends Error {
-  readonly code = 'run_refused';
-  constructor(message: string, readonly field: string) {
-    super(message);
-    this.name = 'RunRefusedError';
-  }
-}
+export { RunRefusedError } from './run.errors';
+import { RunRefusedError } from './run.errors';
 
 /** Progress of a run, by phase (for progress bars and logs). */
 export type TrainProgress =

@@ -31,6 +31,8 @@ export class RunStartWorker extends BackgroundWorker {
       engines: createEngines(this.cfg.get('RSTAR_ENGINES', { infer: true }), DEFAULT_RETRY, { apiKey: this.security.engineApiKey }),
       checkpointRoot: this.cfg.get('RSTAR_CHECKPOINT_DIR', { infer: true }),
       durable: this.cfg.get('RSTAR_RUNS_DURABLE', { infer: true }),
+      trainerUrl: this.cfg.get('RSTAR_TRAINER_URL', { infer: true }),
+      batchDir: this.cfg.get('RSTAR_BATCH_DIR', { infer: true }),
       // A run resumes from the archive: first let control-plane's archiver (durable `archiver`) store what
       // the stages published, which may lag after a Postgres restart.
       archiveCaughtUp: (working) => bus.waitForConsumer('archiver', { resolveIfMissing: true, onWait: () => working() }),

@@ -13,7 +13,9 @@ export const POLICY_SERVING_PORT = 3001;
  * (default 256), RSTAR_POLICY_VERSION (the version the engines hold at start, default 0),
  * RSTAR_INSTANCE_ID (this replica's stable name, default `default`: a restart with the same id resumes its
  * durables and gets back the rollouts, tool results and policy update the dead process held; give each
- * replica its own id), RSTAR_ACK_WAIT_MS (default 30000).
+ * replica its own id), RSTAR_ACK_WAIT_MS (default 30000), RSTAR_TOKENIZER_DIR (a Hugging Face model
+ * directory: its tokenizer.json and chat template tokenize and render the rollouts; default: the built-in
+ * tiny policy's tokenizer).
  */
 export const policyServingEnv = baseServiceEnv(POLICY_SERVING_PORT).extend({
   RSTAR_ENGINES: z
@@ -27,6 +29,7 @@ export const policyServingEnv = baseServiceEnv(POLICY_SERVING_PORT).extend({
   RSTAR_POLICY_VERSION: intVar(0, 0, 'the policy version the engines hold at start, e.g. 0'),
   RSTAR_INSTANCE_ID: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, "_" or "-" (it names durable consumers)').default('default').describe("this replica's stable name, e.g. the pod name"),
   RSTAR_ACK_WAIT_MS: intVar(30_000, 1_000, 'milliseconds, e.g. 30000'),
+  RSTAR_TOKENIZER_DIR: z.string().min(1).optional().describe('the model directory the engines serve, e.g. /models/qwen2.5-7b'),
 });
 
 export type PolicyServingEnv = z.infer<typeof policyServingEnv>;

@@ -1,10 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
+import { ModelTokenizer } from '@rstar/agent';
 import { createEngines, DEFAULT_RETRY, EnginePool } from '@rstar/engines';
 import { BackgroundWorker, BusConnection, ReadinessRegistry, SECURITY_SETTINGS, type Stoppable } from '@rstar/nest-runtime';
 import type { SecuritySettings } from '@rstar/security';
 import { Tokenizer } from '@rstar/policy';
-import { PolicyServingHandler } from '@rstar/rollouts';
+import { PolicyServingHandler, checkEngineTokenizers } from '@rstar/rollouts';
 import type { PolicyServingEnv } from './policy-serving.config';
 
 /**
@@ -47,12 +48,17 @@ export class RolloutsWorker extends BackgroundWorker {
     const cfg = this.cfg;
     const adapters = createEngines(cfg.get('RSTAR_ENGINES', { infer: true }), DEFAULT_RETRY, { apiKey: this.security.engineApiKey });
     const compact = cfg.get('RSTAR_COMPACT_PROMPT', { infer: true });
+    const tokenizerDir = cfg.get('RSTAR_TOKENIZER_DIR', { infer: true });
+    // A model's own tokenizer must be the one every engine serves (the engines report its hash).
+    const model = tokenizerDir ? ModelTokenizer.load(tokenizerDir, 'RSTAR_TOKENIZER_DIR') : null;
+    if (model) await checkEngineTokenizers(model.hash, adapters);
     const pool = await EnginePool.create(adapters, cfg.get('RSTAR_SCHEDULER', { infer: true }), {
       onEngineState: (id, up, reason) => this.log.warn(up ? 'engine back in rotation' : 'engine out of rotation', { engineId: id, reason }),
     });
     const handler = new PolicyServingHandler(bus, {
       pool,
-      tokenizer: new Tokenizer(),
+      tokenizer: model ?? new Tokenizer(),
+      tokenizerHash: model?.hash,
       // The built-in tiny policy's context cannot hold the system turn; it was trained without it.
       compactPrompt: compact === 'auto' ? adapters.every((a) => a.kind === 'builtin') : compact === '1',
       concurrency: cfg.get('RSTAR_ROLLOUT_CONCURRENCY', { infer: true }),

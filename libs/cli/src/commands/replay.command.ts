@@ -9,7 +9,7 @@ import {
   rerunStep, rolloutTranscript, runSummary, stepTable, verifyRun, writeHistory, NotInRunError, type ToolReexecutor,
 } from '@rstar/replay';
 import { REPO_ROOT, SandboxPool } from '@rstar/sandbox';
-import { builtinRetrainer, rerunStepStandalone } from '@rstar/training';
+import { builtinRetrainer, rerunStepStandalone, workerCheckpointChecker } from '@rstar/training';
 import { checkArchiveIntegrity, formatIntegrity, type IntegrityReport } from '../archive.integrity';
 import { openArchive } from '../archive.source';
 
@@ -213,7 +213,9 @@ export function register(program: Command): void {
         const ix = indexRun(events, runId);
         const runDir = o.dataDir ? dirname(resolve(o.dataDir)) : join(REPO_ROOT, 'runs', runId);
         const retrain = o.retrain ? builtinRetrainer(ix, runDir) : undefined;
-        const report = await verifyRun(ix, { step, execute, concurrency, retrain });
+        // A run trained on the trainer worker: each step's batch file and checkpoint are re-checked against the log.
+        const checkpoints = workerCheckpointChecker(ix);
+        const report = await verifyRun(ix, { step, execute, concurrency, retrain, checkpoints });
         process.stdout.write((o.json ? JSON.stringify(checked ? { ...report, integrity: checked } : report, null, 2) : formatVerifyReport(report)) + '\n');
         process.exitCode = report.ok && (checked?.ok ?? true) ? 0 : 1;
       } finally {

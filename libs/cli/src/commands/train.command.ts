@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { join } from 'node:path';
-import { writeRunReport, fmtPct, pairedGain, loadRunConfig, presetNames, RunRefusedError, runTraining, submitRemoteRun } from '@rstar/training';
+import { writeRunReport, fmtPct, pairedGain, loadRunConfig, presetNames, RunRefusedError, runHfTraining, runTraining, submitRemoteRun } from '@rstar/training';
 import { ProgressPrinter } from '../train/progress.printer';
 
 /**
@@ -44,7 +44,11 @@ export function register(program: Command): void {
       }
       const printer = new ProgressPrinter();
       try {
-        const r = await runTraining(config, { runId: o.resume, resume: !!o.resume, outDir: o.out, onProgress: printer.onProgress });
+        // A Hugging Face policy runs on the trainer worker and reference engines, started here as processes.
+        if (config.policy.kind === 'hf' && o.resume) throw new RunRefusedError('--resume of a Hugging Face run: submit it again with --remote --resume to the services', 'resume');
+        const r = config.policy.kind === 'hf'
+          ? await runHfTraining(config, { outDir: o.out, onProgress: printer.onProgress })
+          : await runTraining(config, { runId: o.resume, resume: !!o.resume, outDir: o.out, onProgress: printer.onProgress });
         printer.end();
         const files = writeRunReport(join(r.outDir, 'report'), r);
         const s = r.seconds;

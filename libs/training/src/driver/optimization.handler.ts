@@ -27,6 +27,20 @@ export interface OptimizationDeps {
   onStep?: (step: number, stage: string, metrics: Record<string, number | null>) => void;
   /** Clock in ms for the phase timings. */
   now?: () => number;
+  /**
+   * Added to every `RolloutRequested` (Hugging Face policies): the prompt format of the run's SFT traces and
+   * the tokenizer hash of its model, which policy-serving checks against its own tokenizer.
+   */
+  rolloutExtras?: { prompt?: { compact: boolean }; tokenizerHash?: string };
+}
+
+/** Another stage failed the run (`RunFailed` on the log, e.g. policy-serving on a weight-sync mismatch). */
+export class RunAbortedError extends Error {
+  readonly code = 'run_aborted';
+  constructor(step: number, readonly reason: string) {
+    super(`run failed while step ${step} waited for its groups: ${reason}`);
+    this.name = 'RunAbortedError';
+  }
 }
 
 /** The run was stopped (`stop()`) while a step was waiting for its groups. */
@@ -76,7 +90,7 @@ export class OptimizationHandler {
     this.stopped = false;
     this.sub = await this.bus.subscribe({
       durable: `optimization-${this.deps.runId}`,
-      types: ['GroupResampled', 'RolloutCompleted'],
+      types: ['GroupResampled', 'RolloutCompleted', 'RunFailed'],
       concurrency: 64,
       handler: async (e) => this.collector.add(e),
     });
@@ -118,7 +132,7 @@ export class OptimizationHandler {
       return { runId, steps: total, policyVersion: trainer.version, history };
     } catch (e) {
       const msg = e instanceof Error ? e.message : String(e);
-      if (!(e instanceof RunStoppedError)) await this.emit('RunFailed', streams.run(runId), runId, { error: msg, step }).catch(() => undefined);
+      if (!(e instanceof RunStoppedError) && !(e instanceof RunAbortedError)) await this.emit('RunFailed', streams.run(runId), runId, { error: msg, step }).catch(() => undefined);
       throw e;
     }
   }
@@ -158,7 +172,7 @@ export class OptimizationHandler {
             rolloutId, groupId: groupIds[promptIdx], step, promptIdx, sampleIdx, promptId: p.promptId, problem: p.problem, gold: p.gold,
             samplingParams: { temperature: stage.temperature, topP: stage.topP, seed: samplingSeed(config.seed, step, promptIdx, sampleIdx) },
             budget: { maxTokens: stage.maxResponseTokens, maxTurns: stage.maxTurns },
-            tool: config.tool.name, policyVersion,
+            tool: config.tool.name, policyVersion, ...this.deps.rolloutExtras,
             resample: {
               expected: samples, keep: stage.groupSize, mode: config.roc.enabled ? config.roc.mode : 'none',
               runSeed: config.seed, timeoutS: config.roc.groupTimeoutS,
@@ -182,6 +196,7 @@ export class OptimizationHandler {
 
     while (!this.collector.complete(groupIds)) {
       if (this.stopped) throw new RunStoppedError(step);
+      if (this.collector.failed) throw new RunAbortedError(step, this.collector.failed.error);
       await this.collector.changed();
     }
     const tRollouts = this.now();
@@ -204,11 +219,11 @@ export class OptimizationHandler {
       let optimized = resume.optimizedNext && resume.optimizedNext.step === step ? resume.optimizedNext : null;
       if (optimized) {
         // Trained before a crash: the trainer was restored from that checkpoint; do not train twice.
-        train = { loss: optimized.loss, clipFraction: optimized.clipFraction, approxKl: optimized.approxKl, entropy: optimized.entropy, gradNorm: optimized.gradNorm };
+        train = trainMetricsOf(optimized);
       } else {
         const a = this.now();
         train = await inSpan('train', {}, async (span) => {
-          const t = await trainer.trainStep(batch);
+          const t = await trainer.trainStep(batch, { runId, step });
           span.setAttributes({ 'rstar.train.loss': t.loss, 'rstar.train.clip_fraction': t.clipFraction, 'rstar.train.kl': t.approxKl, 'rstar.train.grad_norm': t.gradNorm });
           return t;
         });
@@ -217,9 +232,11 @@ export class OptimizationHandler {
         timings.train = b - a;
         timings.checkpoint = this.now() - b;
         optimized = {
-          step, ...train, advantageMean: batch.advantageMean, advantageStd: batch.advantageStd, tokens: batch.tokens,
+          step, loss: train.loss, clipFraction: train.clipFraction, approxKl: train.approxKl, entropy: train.entropy, gradNorm: train.gradNorm,
+          advantageMean: batch.advantageMean, advantageStd: batch.advantageStd, tokens: batch.tokens,
           rollouts: batch.sequences.length, batchHash: batch.hash, newPolicyVersion: trainer.version,
           checkpointUri: ckpt.uri, checkpointHash: ckpt.hash,
+          ...workerFields(train),
         };
         await this.emit('StepOptimized', streams.step(runId, step), stepKey, optimized);
       }
@@ -251,4 +268,23 @@ export class OptimizationHandler {
   ): Promise<void> {
     await this.bus.publish(this.event(type, streamId, key, data) as RstarEvent);
   }
+}
+
+/** The trainer-worker figures of a step's metrics, as `StepOptimized` carries them (absent for the builtin trainer). */
+function workerFields(t: TrainStepMetrics): Partial<EventData<'StepOptimized'>> {
+  const out: Partial<EventData<'StepOptimized'>> = {};
+  if (t.dualClipFraction !== undefined) out.dualClipFraction = t.dualClipFraction;
+  if (t.updates !== undefined) out.updates = t.updates;
+  if (t.lr !== undefined) out.lr = t.lr;
+  if (t.batchFileHash !== undefined) out.batchFileHash = t.batchFileHash;
+  if (t.logprobDrift !== undefined) out.logprobDrift = t.logprobDrift;
+  if (t.tis !== undefined) out.tis = t.tis;
+  return out;
+}
+
+/** The metrics of a step recorded by its `StepOptimized` (a step trained before a restart). */
+function trainMetricsOf(o: EventData<'StepOptimized'>): TrainStepMetrics {
+  const { loss, clipFraction, approxKl, entropy, gradNorm, dualClipFraction, updates, lr, batchFileHash, logprobDrift, tis } = o;
+  const t: TrainStepMetrics = { loss, clipFraction, approxKl, entropy, gradNorm };
+  return { ...t, ...Object.fromEntries(Object.entries({ dualClipFraction, updates, lr, batchFileHash, logprobDrift, tis }).filter(([, v]) => v !== undefined)) };
 }

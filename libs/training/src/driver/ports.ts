@@ -15,6 +15,18 @@ export interface PromptSource {
   get(index: number): Prompt;
 }
 
+/** Engine/trainer logprob mismatch measured before an update (on every model token of the batch). */
+export interface LogprobDrift {
+  tokens: number;
+  /** Mean and max |log pi_trainer - log pi_engine|. */
+  meanAbs: number;
+  maxAbs: number;
+  /** k3 estimate of KL(engine || trainer) with r = pi_trainer / pi_engine. */
+  mismatchKl: number;
+  ratioMin: number;
+  ratioMax: number;
+}
+
 /** What one optimizer step reports (PROTOCOL §6 metrics). */
 export interface TrainStepMetrics {
   /** Token-mean clipped loss. */
@@ -25,18 +37,35 @@ export interface TrainStepMetrics {
   entropy: number | null;
   /** Global gradient norm before clipping. */
   gradNorm: number;
+  /** Share of tokens where the dual clip bound (trainer worker only). */
+  dualClipFraction?: number | null;
+  /** Optimizer updates of the step: PPO mini-batches x epochs (trainer worker only). */
+  updates?: number;
+  /** Learning rate of the step after warm-up (trainer worker only). */
+  lr?: number;
+  logprobDrift?: LogprobDrift | null;
+  /** Truncated importance sampling, when on. */
+  tis?: { cap: number; meanWeight: number; cappedFraction: number } | null;
+  /** sha256 of the batch file the trainer read (trainer worker: the safetensors v2 file). */
+  batchFileHash?: string;
+}
+
+/** Which step a batch belongs to (trainers that keep state per run and step use it; the builtin one ignores it). */
+export interface TrainStepContext {
+  runId: string;
+  step: number;
 }
 
 /**
- * The trainer port: `builtin` (libs/policy, TensorFlow.js) or `external` (a GPU trainer speaking the
- * batch protocol of services/optimization/README.md).
+ * The trainer port: `builtin` (libs/policy, TensorFlow.js) or `worker` (the PyTorch trainer worker of
+ * workers/trainer over HTTP, {@link WorkerTrainer}).
  */
 export interface Trainer {
   /** Policy version of the current weights; `trainStep` increments it by one. */
   readonly version: number;
   /** One optimizer step on the batch (PROTOCOL §6). */
-  trainStep(batch: TrainingBatch): Promise<TrainStepMetrics>;
-  /** Write a checkpoint of the current weights under `dir`; returns its uri and content hash. */
+  trainStep(batch: TrainingBatch, ctx?: TrainStepContext): Promise<TrainStepMetrics>;
+  /** Write a checkpoint of the current weights under `dir` (or return the one the trainer wrote); its uri and content hash. */
   save(dir: string): Promise<{ uri: string; hash: string }>;
 }
 

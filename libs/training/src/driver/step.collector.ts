@@ -9,18 +9,21 @@ export class StepCollector {
   readonly rollouts = new Map<string, EventData<'RolloutCompleted'>>();
   /** The trace context each rollout's completion was published in (to link the step's spans to the rollouts' traces). */
   readonly traceparents = new Map<string, string>();
+  /** The run's `RunFailed`, when another stage failed it (e.g. policy-serving on a weight-sync mismatch). */
+  failed: EventData<'RunFailed'> | null = null;
   private waiters: Array<() => void> = [];
 
   constructor(private readonly runId: string) {}
 
-  /** Feed an event; events of other runs and other types are ignored. */
+  /** Feed an event (`GroupResampled`, `RolloutCompleted`, `RunFailed`); events of other runs and other types are ignored. */
   add(e: RstarEvent): void {
     if (e.runId !== this.runId) return;
     if (e.type === 'GroupResampled') this.groups.set(e.data.groupId, e.data);
     else if (e.type === 'RolloutCompleted') {
       this.rollouts.set(e.data.rolloutId, e.data);
       if (e.meta.traceparent) this.traceparents.set(e.data.rolloutId, e.meta.traceparent);
-    } else return;
+    } else if (e.type === 'RunFailed') this.failed = e.data;
+    else return;
     this.wake();
   }
 

@@ -61,6 +61,33 @@ export function stepMetrics(o: {
     approxKl: o.train?.approxKl ?? null,
     entropy: o.train?.entropy ?? null,
     gradNorm: o.train?.gradNorm ?? null,
+    ...workerMetrics(o.train),
     ...Object.fromEntries(Object.entries(o.timings).map(([k, v]) => [`time${k[0].toUpperCase()}${k.slice(1)}Ms`, v])),
   };
+}
+
+/**
+ * The trainer worker's figures as step metrics (none for the builtin trainer, whose metrics stay as they
+ * were): dual-clip fraction, updates per step, lr, and the engine/trainer logprob drift (mean and max
+ * |diff|, mismatch KL, ratio range) and TIS weights when on.
+ */
+function workerMetrics(t: TrainStepMetrics | null): Record<string, number | null> {
+  if (!t) return {};
+  const out: Record<string, number | null> = {};
+  if (t.dualClipFraction !== undefined) out.dualClipFraction = t.dualClipFraction;
+  if (t.updates !== undefined) out.updates = t.updates;
+  if (t.lr !== undefined) out.lr = t.lr;
+  if (t.logprobDrift !== undefined) {
+    const d = t.logprobDrift;
+    out.logprobDiffMean = d?.meanAbs ?? null;
+    out.logprobDiffMax = d?.maxAbs ?? null;
+    out.mismatchKl = d?.mismatchKl ?? null;
+    out.importanceRatioMin = d?.ratioMin ?? null;
+    out.importanceRatioMax = d?.ratioMax ?? null;
+  }
+  if (t.tis !== undefined) {
+    out.tisMeanWeight = t.tis?.meanWeight ?? null;
+    out.tisCappedFraction = t.tis?.cappedFraction ?? null;
+  }
+  return out;
 }

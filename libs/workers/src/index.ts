@@ -1,0 +1,4 @@
+export * from './workers.errors';
+export * from './workers.python';
+export * from './python.process';
+export * from './worker.launchers';

@@ -1,0 +1,136 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseRunConfig, type EventData, type RstarEvent } from '@rstar/contracts';
+import type { JetStreamBus } from '@rstar/messaging';
+import { indexRun, verifyRun, type VerifyReport } from '@rstar/replay';
+import { connectRuntime, type Runtime } from '@rstar/runtime';
+import { buildTrainingBatch, type BatchRollout } from '@rstar/grpo';
+import {
+  readRunEvents, runHfTraining, TrainerWorkerClient, WorkerTrainer, workerCheckpointChecker, workerLoss, workerOptimizer, type TrainingResult, type TrainStepMetrics,
+} from '@rstar/training';
+import { startTrainerWorker, workersPythonForTests } from '@rstar/workers';
+
+const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
+const NATS_URL = process.env.RSTAR_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
+const python = workersPythonForTests();
+/** The data of the run's events of one type, in log order. */
+const of = <T extends RstarEvent['type']>(events: readonly RstarEvent[], type: T): EventData<T>[] =>
+  events.filter((e) => e.type === type).map((e) => e.data as EventData<T>);
+
+/**
+ * `rstar train` of a Hugging Face policy, shrunk to a few minutes: hf-tiny built offline, the trainer worker
+ * and a reference engine as separate Python processes, every stage's handler over JetStream + Postgres. The
+ * hf-tiny preset (configs/hf-tiny.yaml) is the same path with the learning-sized numbers.
+ */
+describe.skipIf(!python)('rstar train of a Hugging Face policy (hf-tiny) on the trainer worker and the reference engine', () => {
+  const tag = `hf_e2e_${process.pid}_${Date.now()}`;
+  let runtime: Runtime;
+  let out: string;
+  let result: TrainingResult;
+  let events: RstarEvent[];
+  let drift: { tokens: number; metrics: TrainStepMetrics; version: number };
+
+  beforeAll(async () => {
+    out = mkdtempSync(join(tmpdir(), 'rstar-hf-e2e-'));
+    runtime = await connectRuntime({ natsUrl: NATS_URL, databaseUrl: PG_URL, schema: tag, stream: tag.toUpperCase(), subjectPrefix: tag, archive: true });
+    const config = parseRunConfig({
+      name: 'e2e-hf-tiny', seed: 3,
+      policy: { kind: 'hf', name: 'hf-tiny', prompt: 'compact' },
+      // A few SFT updates: the path, not the skill (configs/hf-tiny.yaml is the learning-sized run). Such a
+      // policy rarely solves a prompt, so RL groups mostly have equal rewards and are dropped by GRPO-RoC;
+      // the trainer/engine alignment is then checked on a real step's rollouts below.
+      data: { source: 'tasks', trainSize: 32, heldOutSize: 4 },
+      sft: { steps: 8, batchSize: 8, lr: 0.003, warmupSteps: 0, updatesPerRequest: 4 },
+      stages: [{ name: 'rl-1', steps: 2, promptsPerStep: 8, groupSize: 4, oversample: 2, maxResponseTokens: 96, maxTurns: 2, temperature: 1.0, lr: 0.0003 }],
+      trainer: { kind: 'worker', warmupSteps: 1, miniBatch: 8, microBatch: 8 },
+      engines: [{ kind: 'sglang', kvCapacityTokens: 32768 }],
+      eval: { samples: 1, temperature: 1.0, maxTurns: 2, maxResponseTokens: 96 },
+    });
+    result = await runHfTraining(config, { runtime, outDir: out, sandboxWorkers: 1, modelCacheDir: resolve(__dirname, '../../.rstar/models') });
+    await runtime.flush(600_000);
+    events = await readRunEvents(runtime.store, result.runId);
+
+    // Step 0's rollouts, sampled by the engine holding the SFT weights, trained on a fresh worker run that
+    // starts from those weights, with rewards set here (alternating within each group) so every group trains.
+    const worker = await startTrainerWorker({ model: result.config.policy.path!, stateDir: join(out, 'drift-state'), checkpointRoot: join(out, 'drift-ckpt'), threads: 1 });
+    try {
+      const byGroup = new Map<string, BatchRollout[]>();
+      for (const r of of(events, 'RolloutCompleted').filter((d) => d.step === 0)) {
+        const g = byGroup.get(r.groupId) ?? [];
+        g.push({ rolloutId: r.rolloutId, reward: g.length % 2, promptTokenIds: r.promptTokenIds, responseTokenIds: r.responseTokenIds, logprobs: r.logprobs, lossMask: r.lossMask });
+        byGroup.set(r.groupId, g);
+      }
+      const batch = buildTrainingBatch([...byGroup].map(([groupId, rollouts]) => ({ groupId, rollouts })));
+      const trainer = new WorkerTrainer({
+        client: new TrainerWorkerClient(worker.url), workerRunId: `${result.runId}.drift`, batchDir: join(out, 'drift-batches'), mode: 'grpo', initialVersion: 0,
+        initFrom: result.sft!.checkpoint, loss: (s) => workerLoss(result.config, s), optimizer: (s) => workerOptimizer(result.config, s), stepTimeoutMs: 600_000,
+      });
+      drift = { tokens: batch.tokens, metrics: await trainer.trainStep(batch, { runId: result.runId, step: 0 }), version: trainer.version };
+    } finally {
+      await worker.stop();
+    }
+  }, 900_000);
+
+  afterAll(async () => {
+    if (runtime) {
+      await (runtime.bus as unknown as JetStreamBus).jsm?.streams.delete(tag.toUpperCase()).catch(() => undefined);
+      await runtime.close();
+    }
+    if (out) rmSync(out, { recursive: true, force: true });
+  });
+
+  it('runs SFT on the worker, two RL steps through the services, and pass@1 before and after', () => {
+    expect(result.mode).toBe('distributed');
+    expect(result.sft?.steps).toBe(8);
+    expect(result.passAt1Before?.prompts).toBe(4);
+    expect(result.passAt1After?.prompts).toBe(4);
+    expect(result.steps.map((s) => s.step)).toEqual([0, 1]);
+    expect(of(events, 'RunStarted')).toHaveLength(1);
+    expect(of(events, 'RunCompleted')).toHaveLength(1);
+    expect(of(events, 'RunFailed')).toHaveLength(0);
+    const ids = events.map((e) => e.id);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('raises the policy version by one per optimized step; each turn records the version that produced it', () => {
+    const optimized = of(events, 'StepOptimized').sort((a, b) => a.step - b.step);
+    expect(optimized.map((o) => o.newPolicyVersion)).toEqual(optimized.map((_, i) => i + 1));
+    expect(result.policyVersion).toBe(optimized.length);
+    const started = new Map(of(events, 'StepStarted').map((d) => [d.step, d.policyVersion]));
+    expect([...started.keys()].sort()).toEqual([0, 1]);
+    expect(started.get(0)).toBe(0);
+    const stepOf = new Map(of(events, 'RolloutRequested').map((d) => [d.rolloutId, d.step]));
+    const turns = of(events, 'TurnGenerated');
+    expect(turns.length).toBeGreaterThan(0);
+    for (const t of turns) expect(t.policyVersion).toBe(started.get(stepOf.get(t.rolloutId)!));
+  });
+
+  it('the trainer recomputes the engine\'s logprobs of step 0\'s rollouts on every model token (drift < 1e-4, rho = 1)', () => {
+    const d = drift.metrics.logprobDrift!;
+    expect(drift.tokens).toBeGreaterThan(0);
+    expect(d.tokens).toBe(drift.tokens);
+    expect(d.maxAbs).toBeLessThan(1e-4);
+    expect(d.ratioMin).toBeCloseTo(1, 4);
+    expect(d.ratioMax).toBeCloseTo(1, 4);
+    expect(drift.metrics.batchFileHash).toMatch(/^[0-9a-f]{64}$/);
+    expect(drift.version).toBe(1);
+    // Every RL step the run trained passed the same check.
+    for (const o of of(events, 'StepOptimized')) expect(o.logprobDrift!.maxAbs).toBeLessThan(1e-4);
+  });
+
+  it('replay verify re-derives every batch and re-checks every checkpoint with zero deterministic differences', async () => {
+    const ix = indexRun(events, result.runId);
+    const checkpoints = workerCheckpointChecker(ix);
+    expect(checkpoints).toBeDefined();
+    const report: VerifyReport = await verifyRun(ix, { checkpoints });
+    expect(report.differences.filter((d) => d.deterministic)).toEqual([]);
+    expect(report.deterministicDifferences).toBe(0);
+    const optimized = of(events, 'StepOptimized').length;
+    expect(report.checked.groups).toBeGreaterThan(0);
+    expect(report.checked.batches).toBe(optimized);
+    expect(report.checked.checkpoints).toBe(optimized);
+    expect(report.ok).toBe(true);
+  });
+});
