@@ -47,7 +47,9 @@ describe('EventStoreRunViews over a real Postgres archive holding the golden run
     const r = await views.run(RUN);
     expect(r.steps.map((s) => s.step)).toEqual([0, 1]);
     const completed = events.filter((e): e is RstarEvent<'StepCompleted'> => e.type === 'StepCompleted');
-    expect(r.steps.map((s) => s.metrics)).toEqual(completed.map((e) => e.data.metrics));
+    r.steps.forEach((s, i) => expect(s.metrics).toMatchObject(completed[i].data.metrics));
+    const optimized = events.filter((e): e is RstarEvent<'StepOptimized'> => e.type === 'StepOptimized');
+    expect(r.steps.map((s) => s.metrics.clipFraction)).toEqual(optimized.map((e) => e.data.clipFraction));
     expect(r.steps[0].optimized?.batchHash).toBe((events.find((e) => e.type === 'StepOptimized') as RstarEvent<'StepOptimized'>).data.batchHash);
     expect(r.stages).toEqual([{ name: 'synthetic', firstStep: 0, lastStep: 1 }]);
     expect(r.config).toEqual((events[0] as RstarEvent<'RunStarted'>).data.config);

@@ -13,3 +13,4 @@ export * from './token.projection';
 export * from './event-store.reader';
 export * from './live.follower';
 export * from './query.parser';
+export * from './dashboard.assets';

@@ -3,8 +3,9 @@ import type { EvaluationPoint, StageSpan, StepMetricsRow } from './views';
 
 /**
  * One metrics row per step from its `StepStarted`, `StepOptimized` and `StepCompleted` (pure; events in
- * any order, other types ignored), in step order. A step only started is `running`; `metrics` is empty
- * until it completes.
+ * any order, other types ignored), in step order. A step only started is `running`; `metrics` holds
+ * StepCompleted's metrics, plus the trainer's figures (loss, clip fraction, KL, entropy, grad norm) from
+ * StepOptimized where StepCompleted lacks them.
  */
 export function stepMetricsRows(events: Iterable<RstarEvent>): StepMetricsRow[] {
   const rows = new Map<number, StepMetricsRow>();
@@ -43,6 +44,13 @@ export function stepMetricsRows(events: Iterable<RstarEvent>): StepMetricsRow[] 
       }
       default:
         break;
+    }
+  }
+  // The trainer's figures are in StepOptimized too: a history whose StepCompleted lacks them still charts them.
+  for (const r of rows.values()) {
+    if (!r.optimized) continue;
+    for (const k of ['loss', 'clipFraction', 'approxKl', 'entropy', 'gradNorm'] as const) {
+      if ((r.metrics[k] === undefined || r.metrics[k] === null) && r.optimized[k] !== null) r.metrics[k] = r.optimized[k];
     }
   }
   return [...rows.values()].sort((a, b) => a.step - b.step);

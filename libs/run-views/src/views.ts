@@ -5,6 +5,8 @@
  */
 import type { GroupRow, RolloutTranscript, RerunComparison, StepRow, VerifyReport } from '@rstar/replay';
 
+export type { Difference, GroupMemberRow, GroupRow, RerunComparison, RerunRolloutComparison, RolloutTranscript, StepRow, TranscriptToolCall, TranscriptTurn, VerifyReport } from '@rstar/replay';
+
 export type RunStatus = 'running' | 'completed' | 'failed';
 
 /** One page of a long list; `total` counts every item the filter matches. */
@@ -48,7 +50,7 @@ export interface StepMetricsRow {
   /** Policy version the step's rollouts were sampled from. */
   policyVersion: number | null;
   prompts: number | null;
-  /** Every metric of `StepCompleted` (rewardMean, passRate, toolErrorRatioPositive, loss, approxKl, timeStepMs, ...). */
+  /** Every metric of `StepCompleted` (rewardMean, passRate, toolErrorRatioPositive, loss, approxKl, timeStepMs, ...); the trainer's from `StepOptimized` where it lacks them. */
   metrics: Record<string, number | null>;
   /** From `StepOptimized`: advantages, tokens and hashes of the batch. */
   optimized: { loss: number; clipFraction: number; approxKl: number | null; entropy: number | null; gradNorm: number; advantageMean: number; advantageStd: number; tokens: number; rollouts: number; batchHash: string; newPolicyVersion: number } | null;
