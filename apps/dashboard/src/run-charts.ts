@@ -3,7 +3,7 @@ import type { ChartOption } from './components/chart';
 import { ema } from './smoothing';
 
 /** One curve of a chart: a metric of StepCompleted (or a function of the row). */
-interface Curve {
+export interface Curve {
   label: string;
   value: (r: StepMetricsRow) => number | null;
 }
@@ -40,6 +40,24 @@ export const RUN_CHARTS: ChartSpec[] = [
 const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#d97706', '#7c3aed', '#0891b2'];
 const BANDS = ['rgba(37,99,235,0.05)', 'rgba(217,119,6,0.07)'];
 
+/**
+ * The chart's curves with their values, each distinct curve once: a curve equal to an earlier one at
+ * every step is folded into it (`reward (all rollouts) = pass rate`, as with a binary reward), a curve
+ * with no value at all is left out.
+ */
+export function distinctCurves(curves: readonly Curve[], rows: readonly StepMetricsRow[]): Array<{ c: Curve; raw: Array<number | null> }> {
+  const out: Array<{ c: Curve; raw: Array<number | null>; key: string }> = [];
+  for (const c of curves) {
+    const raw = rows.map((r) => c.value(r));
+    if (rows.length > 0 && raw.every((v) => v === null)) continue;
+    const key = JSON.stringify(raw.map((v) => (v === null ? null : Math.round(v * 1e9))));
+    const same = out.find((o) => o.key === key);
+    if (same) same.c = { ...same.c, label: `${same.c.label} = ${c.label}` };
+    else out.push({ c, raw, key });
+  }
+  return out.map(({ c, raw }) => ({ c, raw }));
+}
+
 /** Whether the run recorded any value of the chart's curves (charts without data are listed, not drawn). */
 export function hasData(spec: ChartSpec, rows: readonly StepMetricsRow[]): boolean {
   return rows.some((r) => spec.curves.some((c) => c.value(r) !== null));
@@ -55,8 +73,8 @@ export function chartOption(spec: ChartSpec, rows: readonly StepMetricsRow[], st
   const xs = done.map((r) => r.step);
   const maxStep = Math.max(0, ...rows.map((r) => r.step), ...stages.map((st) => st.lastStep));
   const series: Record<string, unknown>[] = [];
-  spec.curves.forEach((c, i) => {
-    const raw = done.map((r) => c.value(r));
+  const curves = distinctCurves(spec.curves, done);
+  curves.forEach(({ c, raw }, i) => {
     const color = PALETTE[i % PALETTE.length];
     if (spec.stacked) {
       series.push({ name: c.label, type: 'bar', stack: 'phases', data: xs.map((x, k) => [x, raw[k]]), itemStyle: { color }, barMaxWidth: 18 });
@@ -80,7 +98,7 @@ export function chartOption(spec: ChartSpec, rows: readonly StepMetricsRow[], st
   return {
     animation: false,
     grid: { left: 52, right: 16, top: 40, bottom: 32 },
-    legend: { top: 4, type: 'scroll', textStyle: { fontSize: 11 }, data: [...spec.curves.map((c) => c.label), ...(spec.heldOut && evals.length ? ['held-out pass@1'] : [])] },
+    legend: { top: 4, type: 'scroll', textStyle: { fontSize: 11 }, data: [...curves.map(({ c }) => c.label), ...(spec.heldOut && evals.length ? ['held-out pass@1'] : [])] },
     tooltip: { trigger: 'axis', valueFormatter: (v: unknown) => (typeof v === 'number' ? (Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(3)) : '-') },
     xAxis: {
       type: 'value', name: 'step', nameLocation: 'end', nameGap: 6, min: -0.5, max: maxStep + 0.5, minInterval: 1,

@@ -19,3 +19,5 @@ export * from './report/run.report';
 export * from './report/ablation.report';
 export * from './report/svg.plot';
 export * from './pipeline.consumers';
+export * from './sft.cache';
+export * from './checkpoint.pruner';
