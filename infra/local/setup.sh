@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-time setup of a fresh machine (Debian/Ubuntu, as root, or with the system packages already present):
-# system packages (Postgres, NATS, bubblewrap), pnpm + node modules, and the sandbox's Python venv (.venv).
+# system packages (Postgres, NATS, bubblewrap, chromium), pnpm + node modules, the sandbox's Python venv
+# (.venv) and the tracker tests' venv (.venv-trackers: mlflow, wandb).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
@@ -30,4 +31,13 @@ if [ "$have" != "$want" ]; then
 fi
 case "$want" in 3.1[2-9]) ;; *) echo "setup.sh: NOTE: the sandbox runs on Python $want; CPython >= 3.12 makes its calls cheaper (set RSTAR_SETUP_PYTHON)";; esac
 .venv/bin/python -m pip install -q --disable-pip-version-check -r infra/python/requirements.txt
+# The tracker tests' Python (.venv-trackers): a real MLflow tracking server and the wandb client
+# (infra/python/trackers-requirements.txt; ~900 MB, ~7 minutes the first time, skipped when unchanged;
+# RSTAR_SETUP_TRACKERS=0 skips it, and then libs/trackers' and the dashboard's tests fail naming this step).
+if [ "${RSTAR_SETUP_TRACKERS:-1}" != 0 ] && ! cmp -s infra/python/trackers-requirements.txt .venv-trackers/.requirements 2>/dev/null; then
+  rm -rf .venv-trackers
+  python3 -m venv .venv-trackers
+  .venv-trackers/bin/python -m pip install -q --disable-pip-version-check -r infra/python/trackers-requirements.txt
+  cp infra/python/trackers-requirements.txt .venv-trackers/.requirements
+fi
 echo "setup.sh: ready (node $(node --version), pnpm $(pnpm --version), $(.venv/bin/python --version))"

@@ -1,1 +1,2 @@
 export * from './until';
+export * from './trackers.env';
