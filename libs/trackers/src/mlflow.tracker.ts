@@ -52,7 +52,9 @@ export class MlflowTracker implements TrackerSink {
     this.runId = created.run.info.run_id;
     const uri = created.run.info.artifact_uri;
     this.artifactPath = uri.startsWith('mlflow-artifacts:/') ? uri.slice('mlflow-artifacts:/'.length).replace(/^\/+/, '') : null;
-    const params = [{ key: 'seed', value: String(run.seed) }, ...flatten(run.config).map(([key, value]) => ({ key, value: value.slice(0, PARAM_VALUE_CHARS) }))];
+    // MLflow refuses a batch with a key twice: a run config that has `seed` itself gives it once.
+    const byKey = new Map<string, string>([['seed', String(run.seed)], ...flatten(run.config)]);
+    const params = [...byKey].map(([key, value]) => ({ key, value: value.slice(0, PARAM_VALUE_CHARS) }));
     for (let i = 0; i < params.length; i += MAX_PARAMS) await this.batch({ params: params.slice(i, i + MAX_PARAMS) });
   }
 

@@ -15,9 +15,14 @@ import { WandbOfflineTracker } from './wandb-offline.tracker';
 const GOLDEN = join(__dirname, '../../../test/fixtures/golden-run/events.jsonl');
 const RUN = 'golden-run-1';
 
-/** The golden run plus its held-out evaluations, as `rstar train` records them. */
+/**
+ * The golden run plus its held-out evaluations, as `rstar train` records them; its config carries `seed`
+ * too, as a run config does (the sink must send that param once).
+ */
 function runEvents(): RstarEvent[] {
   const events = readHistory(GOLDEN);
+  const started = events[0] as RstarEvent<'RunStarted'>;
+  started.data.config = { ...started.data.config, seed: started.data.seed };
   const evals = [0, 2].map((afterStep) =>
     makeEvent('EvaluationCompleted', { runId: RUN, streamId: streams.run(RUN), key: `${RUN}:held-out:${afterStep}`, producer: 't', data: { name: 'held-out', afterStep, policyVersion: afterStep, passAt1: 0.25 + afterStep / 10, prompts: 4, samples: 1 } }),
   );
