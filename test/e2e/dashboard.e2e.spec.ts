@@ -14,6 +14,7 @@ import { startMlflowServer, until, type MlflowServer } from '@rstar/testing';
 import { runTraining, type TrainingResult } from '@rstar/training';
 import { CHROMIUM, launchChromium, screenshot, type HeadlessChromium } from '../support/chromium';
 import { freePort, REPO_ROOT, ServiceProcess } from '../support/service-process';
+import { ensureSftCheckpoint, SFT_CHECKPOINT_TIMEOUT_MS } from '../support/sft-checkpoint';
 
 /**
  * The dashboard in a real headless Chromium (Debian's chromium driven by playwright-core) against a real
@@ -204,12 +205,15 @@ describe('dashboard in headless Chromium', () => {
     let mlflow: MlflowServer;
     let runtime: Runtime;
     let result: TrainingResult;
+    let sft: string;
     const runId = `dash-tiny-${tag}`;
 
     beforeAll(async () => {
+      // A policy that already writes tool calls (the tiny preset's SFT, trained once and cached for the test suite).
+      sft = await ensureSftCheckpoint();
       mlflow = await startMlflowServer();
       runtime = await connectRuntime({ natsUrl: '', databaseUrl: PG_URL, schema: tag });
-    }, 300_000);
+    }, SFT_CHECKPOINT_TIMEOUT_MS + 300_000);
     afterAll(async () => {
       await runtime?.close();
       await mlflow?.stop();
@@ -218,9 +222,8 @@ describe('dashboard in headless Chromium', () => {
     it('new steps appear on the run page without a reload; then every page matches the archive and MLflow holds the step metrics', async () => {
       const config = parseRunConfig({
         name: 'dash-tiny', seed: 1,
-        policy: { kind: 'builtin', model: { layers: 2, dModel: 64, heads: 4, context: 160 } },
+        policy: { kind: 'builtin', model: { layers: 2, dModel: 64, heads: 4, context: 160 }, init: 'checkpoint', checkpoint: sft },
         data: { source: 'tasks', heldOutSize: 4, trainSize: 128 },
-        sft: { steps: 10, batchSize: 32, lr: 0.003, warmupSteps: 20 },
         stages: [
           { name: 'rl-1', steps: 2, promptsPerStep: 2, groupSize: 2, oversample: 2, maxResponseTokens: 112, maxTurns: 3, temperature: 1, lr: 0.0005 },
           { name: 'rl-2', steps: 1, promptsPerStep: 2, groupSize: 2, oversample: 2, maxResponseTokens: 112, maxTurns: 3, temperature: 1, lr: 0.0005 },
@@ -269,8 +272,10 @@ describe('dashboard in headless Chromium', () => {
       steps.forEach((s, i) => expect(rows[i]).toContain(shown(s.data.metrics.rewardMean!)));
       expect(await page.getByTestId('run-status').textContent()).toContain('completed');
 
-      // checkpoints.keepLast 1: the last step's checkpoint and the SFT one are left.
-      expect(readdirSync(join(outDir, 'checkpoints')).sort()).toEqual(['sft', 'step-2']);
+      // checkpoints.keepLast 1: only the newest step checkpoint is left.
+      const optimized = events.filter((e): e is RstarEvent<'StepOptimized'> => e.type === 'StepOptimized').map((e) => e.data.step);
+      expect(optimized.length, 'at least one step trained').toBeGreaterThan(0);
+      expect(readdirSync(join(outDir, 'checkpoints'))).toEqual([`step-${Math.max(...optimized)}`]);
 
       // Step and rollout pages of the fresh run, against its events.
       const ix = indexRun(events, runId);
@@ -293,6 +298,8 @@ describe('dashboard in headless Chromium', () => {
         (await fetch(`${mlflow.url}/api/2.0/mlflow/${path}`, body ? { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } } : undefined)).json() as Promise<any>;
       const exp = (await api('experiments/get-by-name?experiment_name=rstar-dashboard-e2e')).experiment;
       const [run] = (await api('runs/search', { experiment_ids: [exp.experiment_id], filter: `tags.\`rstar.runId\` = '${runId}'` })).runs;
+      // A sink that failed is dropped with a message: none may have failed.
+      expect(messages.filter((m) => m.startsWith('tracker:'))).toEqual([]);
       expect(run.info.status).toBe('FINISHED');
       for (const key of ['rewardMean', 'toolErrorRatioAll', 'loss']) {
         const hist = (await api(`metrics/get-history?run_id=${run.info.run_id}&metric_key=${key}`)).metrics.map((m: any) => [m.step, m.value]);
@@ -300,7 +307,6 @@ describe('dashboard in headless Chromium', () => {
       }
       const held = (await api(`metrics/get-history?run_id=${run.info.run_id}&metric_key=heldOut.held-out.passAt1`)).metrics;
       expect(held.map((m: any) => [m.step, m.value])).toEqual(result.evaluations.map((e) => [e.afterStep, e.passAt1]));
-      expect(messages.filter((m) => m.startsWith('tracker:'))).toEqual([]);
       writeFileSync(join(tmp, 'done'), '');
     }, 900_000);
   });

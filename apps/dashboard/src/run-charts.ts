@@ -104,7 +104,7 @@ export function chartOption(spec: ChartSpec, rows: readonly StepMetricsRow[], st
       type: 'value', name: 'step', nameLocation: 'end', nameGap: 6, min: -0.5, max: maxStep + 0.5, minInterval: 1,
       axisLabel: { formatter: (v: number) => (Number.isInteger(v) ? String(v) : '') }, splitLine: { show: false },
     },
-    yAxis: { type: 'value', name: spec.yName, nameLocation: 'middle', nameGap: 38, nameTextStyle: { fontSize: 10, color: '#64748b' }, ...(spec.range ? { min: spec.range[0], max: spec.range[1] } : { scale: true }) },
+    yAxis: { type: 'value', name: spec.yName, nameLocation: 'middle', nameGap: 38, nameTextStyle: { fontSize: 10, color: '#64748b' }, ...(spec.range ? { min: spec.range[0], max: spec.range[1] } : spec.stacked ? { min: 0 } : { scale: true }) },
     series,
   };
 }

@@ -52,15 +52,15 @@ export function RunPage({ runId, tab }: { runId: string; tab: 'overview' | 'step
   const cursor = useRef<string | null>(null);
   cursor.current = detail.data?.cursor ?? null;
   const loaded = detail.data !== null;
-  const running = detail.data?.run.status === 'running';
-  // Follow from the cursor of the first load (a reconnecting EventSource resumes from its last event id).
+  // Follow from the cursor of the first load (a reconnecting EventSource resumes from its last event id),
+  // also after RunCompleted: the held-out evaluation after RL is recorded after it.
   useEffect(() => {
-    if (!loaded || !running || !cursor.current) return;
+    if (!loaded || !cursor.current) return;
     return followRunLive(runId, cursor.current, (u) => {
       setData((d) => (d ? mergeLive(d, u) : d));
       if (u.rollouts.length) setLiveTick((t) => t + 1);
     });
-  }, [runId, loaded, running, setData]);
+  }, [runId, loaded, setData]);
   const d = detail.data;
   return (
     <main>
