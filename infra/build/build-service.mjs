@@ -25,5 +25,5 @@ const assets = [
   ['libs/sandbox/python', existsSync(join(out, 'libs/sandbox'))],
   ['configs', existsSync(join(out, 'libs/training'))],
 ];
-for (const [rel, needed] of assets) if (needed) cpSync(join(root, rel), join(out, rel), { recursive: true, filter: (p) => !p.includes('__pycache__') });
+for (const [rel, needed] of assets) if (needed) cpSync(join(root, rel), join(out, rel), { recursive: true, filter: (p) => !p.includes('__pycache__') && !p.includes('/python/tests') });
 console.log(`build-service: ${name} -> ${out}`);

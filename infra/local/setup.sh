@@ -31,6 +31,11 @@ if [ "$have" != "$want" ]; then
 fi
 case "$want" in 3.1[2-9]) ;; *) echo "setup.sh: NOTE: the sandbox runs on Python $want; CPython >= 3.12 makes its calls cheaper (set RSTAR_SETUP_PYTHON)";; esac
 .venv/bin/python -m pip install -q --disable-pip-version-check -r infra/python/requirements.txt
+# Test tools (pytest for the zygote's tests, SandboxFusion's client) live in .venv-dev, same interpreter,
+# so the sandbox's own environment (.venv) offers programs nothing extra.
+have_dev="$(.venv-dev/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)"
+if [ "$have_dev" != "$want" ]; then rm -rf .venv-dev; "$py" -m venv .venv-dev; fi
+.venv-dev/bin/python -m pip install -q --disable-pip-version-check -r infra/python/requirements-dev.txt
 # The tracker tests' Python (.venv-trackers): a real MLflow tracking server and the wandb client
 # (infra/python/trackers-requirements.txt; ~900 MB, ~7 minutes the first time, skipped when unchanged;
 # RSTAR_SETUP_TRACKERS=0 skips it, and then libs/trackers' and the dashboard's tests fail naming this step).

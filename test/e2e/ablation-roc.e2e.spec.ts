@@ -82,7 +82,7 @@ describe('rstar ablate roc: both arms from one err-and-recover SFT checkpoint, c
 });
 
 /**
- * The ablation's EFFECT (issue 7, rStar2-Agent §3 / Fig. 4), on the full `roc-ablation` preset for one seed:
+ * The ablation's EFFECT (rStar2-Agent §3 / Fig. 4), on the full `roc-ablation` preset for one seed:
  * the SFT policy writes the noisy `; print(check)` trailing line in about half its calls, which prints the
  * answer and then fails (runtime_error). Plain GRPO gives a noisy and a clean correct rollout the same
  * advantage; RoC keeps the positives with fewer tool errors, so the policy drops the noisy line.

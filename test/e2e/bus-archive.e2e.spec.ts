@@ -1,5 +1,5 @@
 /**
- * Must-hold tests of issue 2 (ARCHITECTURE §4) against the real servers, and the same suite in
+ * Must-hold tests (ARCHITECTURE §4) against the real servers, and the same suite in
  * standalone mode (PGlite + in-process bus). Each run isolates itself: its own Postgres schema, its own
  * JetStream stream + subject prefix, its own run ids; the NATS restart uses a private nats-server.
  */
@@ -15,6 +15,7 @@ import { EventStore } from '@rstar/event-store';
 import { Archiver, connectRuntime, type Runtime } from '@rstar/runtime';
 import { JetStreamBus, type EventBus, type RawPublisher } from '@rstar/messaging';
 import { createLogger } from '@rstar/telemetry';
+import { until } from '@rstar/testing';
 
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
 const NATS_URL = process.env.RSTAR_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -58,13 +59,6 @@ async function publishAll(bus: Bus, list: RstarEvent[], batch = 500, onBatch?: (
   }
 }
 
-async function until(cond: () => boolean | Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
-  const t0 = Date.now();
-  while (!(await cond())) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** Every stream of the run holds positions 1..n with no gap, and ids are unique. */
 async function expectGapFree(store: EventStore, runId: string, expected: number): Promise<void> {
@@ -97,7 +91,7 @@ function freePort(): Promise<number> {
 /** Start the control-plane service as a child process; resolves once it prints its listening line. */
 async function spawnControlPlane(env: Record<string, string>): Promise<{ child: ChildProcess; logs: string[] }> {
   const logs: string[] = [];
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+  const child = spawn(process.execPath, ['-r', '@swc-node/register', MAIN], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', RSTAR_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -113,7 +107,7 @@ async function spawnControlPlane(env: Record<string, string>): Promise<{ child: 
   };
   child.stdout!.on('data', onData);
   child.stderr!.on('data', onData);
-  await until(() => ready || exited !== null, 'the control plane to listen', 60_000);
+  await until(() => ready || exited !== null, 'the control plane to listen', { timeoutMs: 60_000 });
   if (!ready) throw new Error(`control plane exited (${exited}) before listening:\n${logs.join('\n')}`);
   return { child, logs };
 }
@@ -293,7 +287,7 @@ for (const [mode, makeHarness] of [
               s.on('error', () => res(false));
             }),
           'private nats-server to listen',
-          20_000,
+          { timeoutMs: 20_000 },
         );
         return p;
       };
@@ -316,7 +310,7 @@ for (const [mode, makeHarness] of [
         await new Promise<void>((r) => nats.once('exit', () => r()));
         nats = await startNats();
         await publishing;
-        await until(async () => (await h.store.count(runId)) >= 6_000, 'all 6,000 archived after the restart', 90_000);
+        await until(async () => (await h.store.count(runId)) >= 6_000, 'all 6,000 archived after the restart', { timeoutMs: 90_000 });
         await expectGapFree(h.store, runId, 6_000);
         await archiver.stop();
       } finally {

@@ -42,7 +42,7 @@ const VICTIMS: Array<{ svc: Svc; after: EventType }> = [
 // services' defaults (30 s) are shortened here so the whole file stays well within its time budget.
 const ACK_WAIT_MS = '5000';
 
-// Issue 7, "Must hold": SIGKILL any one service mid-run, restart it, and the run completes with no event
+// SIGKILL any one service mid-run, restart it, and the run completes with no event
 // lost or doubled. Every service is a real child process (its own main.ts) on a private nats-server and a
 // private Postgres database, so the services' default stream/subject/schema names cannot touch other tests.
 describe('chaos: SIGKILL one service mid-run and restart it', () => {

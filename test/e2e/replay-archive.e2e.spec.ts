@@ -8,6 +8,7 @@ import type { RstarEvent } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
 import { JetStreamBus } from '@rstar/messaging';
 import { parseJsonl, readHistory, writeHistory, type VerifyReport } from '@rstar/replay';
+import { until } from '@rstar/testing';
 
 /**
  * `rstar replay` end to end against the real archive: the golden history appended to a fresh schema
@@ -90,8 +91,7 @@ describe('rstar replay against the real archive', { timeout: 240_000 }, () => {
       const sub = await bus.subscribe({ durable: 'watch', types: ['RunStarted', 'RolloutRequested'], handler: async (e) => void seen.push(e) });
       const p = await cli(['rerun', RUN, '--database', DB_URL, '--schema', schema, '--nats', NATS_URL, '--stream', tag.toUpperCase(), '--subject-prefix', tag, '--step', '1', '--run-id', `${tag}-b`]);
       expect(p.code, p.stderr).toBe(0);
-      const t0 = Date.now();
-      while (seen.length < 13 && Date.now() - t0 < 30_000) await new Promise((r) => setTimeout(r, 20));
+      await until(() => seen.length >= 13, 'the rerun\'s RunStarted and 12 RolloutRequested');
       await sub.drain();
       expect(seen.filter((e) => e.type === 'RolloutRequested')).toHaveLength(12);
       const started = seen.find((e): e is RstarEvent<'RunStarted'> => e.type === 'RunStarted')!;

@@ -9,7 +9,7 @@ import {
 import { SandboxPool } from '@rstar/sandbox';
 
 /**
- * The golden history (issue 8 §6, temporal-style): a recorded run committed under
+ * The golden history (temporal-style): a recorded run committed under
  * test/fixtures/golden-run/ is replayed with today's code; any change that alters a recorded decision
  * fails with the event and the field it changed.
  */

@@ -12,17 +12,11 @@ import { createEngines, startBuiltinEngine, type BuiltinEngine } from '@rstar/en
 import { formatVerifyReport, indexRun, verifyRun, type VerifyReport } from '@rstar/replay';
 import { SandboxPool } from '@rstar/sandbox';
 import { rebuildStepBatch, readRunEvents, evaluatePassAt1, pairedGain, poolToolExecutor, type PassAt1Report, submitRemoteRun, startRolloutServices, RunStartConsumer, builtinRetrainer, heldOutEvalOptions, runPromptsThatFit } from '@rstar/training';
+import { until } from '@rstar/testing';
 
 const NATS_URL = process.env.RSTAR_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
 
-async function waitFor(cond: () => boolean, what: string, timeoutMs: number): Promise<void> {
-  const t0 = Date.now();
-  while (!cond()) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /**
  * Distributed mode in one process: JetStream bus + Postgres archive, every service's handler on the bus
@@ -90,7 +84,7 @@ describe('rstar train --remote: the tiny preset learns over JetStream + Postgres
     await runtime.flush();
     events = await readRunEvents(store, runId);
     const last = events.filter((e): e is RstarEvent<'PolicyUpdated'> => e.type === 'PolicyUpdated').reduce((v, e) => Math.max(v, e.data.version), 0);
-    await waitFor(() => services.serving.policyVersion >= last, `policy-serving to load policy version ${last}`, 120_000);
+    await until(() => services.serving.policyVersion >= last, `policy-serving to load policy version ${last}`, { timeoutMs: 120_000 });
     servedVersion = services.serving.policyVersion;
     after = await evaluatePassAt1(adapters[0], tokenizer, tools, heldOut, heldOutEvalOptions(config));
     log(`pass@1 after RL: ${(after.passAt1 * 100).toFixed(1)}%`);

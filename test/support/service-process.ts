@@ -84,6 +84,8 @@ export interface ServiceProcessOptions {
   env: Record<string, string>;
   /** Startup deadline in ms (default 90 000: swc + NestJS on a busy 2-core machine). */
   startTimeoutMs?: number;
+  /** What `start()` waits for: `ready` (default: `/health/ready` answers 200) or `live` (the process listens). */
+  waitFor?: 'ready' | 'live';
 }
 
 /**
@@ -99,6 +101,11 @@ export class ServiceProcess {
   starts = 0;
 
   constructor(readonly opts: ServiceProcessOptions) {}
+
+  /** Exit code of the last child, once it has exited (null while it runs or when a signal ended it). */
+  get exitCode(): number | null {
+    return this.child?.exitCode ?? null;
+  }
 
   /** The tail of the current (or last) child's stdout+stderr. */
   get output(): string {
@@ -126,7 +133,7 @@ export class ServiceProcess {
     };
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);
-    const url = `http://127.0.0.1:${this.opts.port}/health/ready`;
+    const url = `http://127.0.0.1:${this.opts.port}/health/${this.opts.waitFor ?? 'ready'}`;
     await pollUntil(
       `${this.opts.name} to answer ${url}`,
       async () => {
@@ -146,6 +153,32 @@ export class ServiceProcess {
       if (e instanceof ServiceProcessError) throw e;
       throw new ServiceProcessError(this.opts.name, `${e.message}; output:\n${this.out.slice(-4000)}`);
     });
+  }
+
+  /**
+   * Start a process that is expected to refuse to start (a bad setting, a taken port): resolves with its
+   * exit code once it exits. @throws ServiceProcessError when it is still running after `timeoutMs`.
+   */
+  async runUntilExit(timeoutMs = 90_000): Promise<number | null> {
+    this.out = '';
+    const child = spawn(process.execPath, ['-r', '@swc-node/register', this.opts.entry], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, ...this.opts.env, PORT: String(this.opts.port) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    this.child = child;
+    this.starts++;
+    const keep = (b: Buffer) => {
+      this.out = (this.out + b.toString('utf8')).slice(-65_536);
+    };
+    child.stdout!.on('data', keep);
+    child.stderr!.on('data', keep);
+    if (!(await waitExit(child, timeoutMs))) {
+      signalGroup(child, 'SIGKILL');
+      throw new ServiceProcessError(this.opts.name, `still running after ${timeoutMs} ms:\n${this.out.slice(-4000)}`);
+    }
+    return child.exitCode;
   }
 
   /** SIGKILL the service (no shutdown hooks run) and wait until it is gone. */
@@ -175,12 +208,12 @@ export interface PrivateNats {
 }
 
 /**
- * Start `nats-server -js` on a free loopback port with a temporary store directory. Services whose
+ * Start `nats-server -js` on `port` (default: a free loopback port) with a temporary store directory. Services whose
  * `main.ts` does not read a stream/subject-prefix setting use the defaults (`RSTAR`, `rstar.>`); a server
  * of their own isolates them from every other test. @throws Error when it does not listen within 10 s.
  */
-export async function startPrivateNats(): Promise<PrivateNats> {
-  const port = await freePort();
+export async function startPrivateNats(port?: number): Promise<PrivateNats> {
+  port ??= await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'rstar-nats-'));
   const child = spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let out = '';

@@ -37,7 +37,7 @@ function ownerAlive(lock: string): boolean {
  *
  * @returns the checkpoint directory (model.json + weights.bin)
  */
-/** SFT settings beyond the `tiny` preset's that a cached checkpoint may use (issue 7: the tool-error share and kinds). */
+/** SFT settings beyond the `tiny` preset's that a cached checkpoint may use (the tool-error share and kinds). */
 export type SftCheckpointSettings = Pick<SftOptions, 'model' | 'batchSize' | 'lr' | 'warmupSteps' | 'trainSize' | 'toolErrorRate' | 'toolErrorKinds'>;
 
 export async function ensureSftCheckpoint(opts: { steps?: number; seed?: number } & SftCheckpointSettings = {}): Promise<string> {

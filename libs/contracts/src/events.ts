@@ -7,7 +7,9 @@ import { z } from 'zod';
 
 const TokenIds = z.array(z.number().int().nonnegative());
 const Logprobs = z.array(z.number());
-const ToolStatus = z.enum(['ok', 'runtime_error', 'timeout', 'memory_limit', 'output_limit', 'killed', 'sandbox_error', 'overloaded']);
+// `invalid_request` was added later (a request that was not valid never ran): adding a value keeps every
+// archived event parseable.
+const ToolStatus = z.enum(['ok', 'runtime_error', 'timeout', 'memory_limit', 'output_limit', 'killed', 'sandbox_error', 'overloaded', 'invalid_request']);
 export type ToolStatus = z.infer<typeof ToolStatus>;
 
 export const RunStartedData = z.object({
@@ -99,6 +101,8 @@ export const ToolCallCompletedData = z.object({
   cpuMs: z.number().nonnegative(),
   truncated: z.boolean(),
   sessionReset: z.boolean().default(false),
+  /** Session calls: whether the session's interpreter lives on after the call (absent in older events). */
+  sessionKept: z.boolean().optional(),
 });
 
 export const RolloutCompletedData = z.object({

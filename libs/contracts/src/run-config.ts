@@ -61,12 +61,12 @@ export const RunConfigSchema = z.strictObject({
       warmupSteps: z.number().int().min(0).default(20),
       /**
        * Share (0..1) of SFT traces that make a failing tool call, show its real error output and recover
-       * (issue 7, the GRPO-RoC ablation). Absent means 0; absent rather than defaulted so that configs
+       * (the GRPO-RoC ablation). Absent means 0; absent rather than defaulted so that configs
        * (and the `RunStarted` events that carry them) of runs without it stay byte-identical.
        */
       toolErrorRate: z.number().min(0).max(1).optional(),
       /**
-       * Which mistakes the erring SFT traces make (issue 7); absent means the recovering mix (wrong variable,
+       * Which mistakes the erring SFT traces make; absent means the recovering mix (wrong variable,
        * missing import, unclosed paren). `trailing-check`: the one call prints the answer, then fails.
        */
       toolErrorKinds: z.array(z.enum(['wrong-variable', 'missing-import', 'unclosed-paren', 'trailing-check'])).min(1).optional(),

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from 'pg';
+import { until } from '@rstar/testing';
 import { makeEvent, type RstarEvent } from '@rstar/contracts';
 import { EventStore } from './event-store';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './pglite.server';
@@ -66,14 +67,17 @@ function suite(
     });
 
     it('pages the run and the global log by (txid, position) and never skips a late commit', async () => {
+      // Pages stop at the oldest transaction open anywhere in the cluster (txids are global), so an empty
+      // page while another test's transaction is open means "not yet": poll until the whole run is read.
       const seen: string[] = [];
       let after = START;
-      for (;;) {
+      await until(async () => {
         const page = await store.readRun('r2', { after, limit: 64, types: ['RunFailed'] });
-        if (!page.events.length) break;
         seen.push(...page.events.map((e) => e.id));
-        after = decodePosition(encodePosition(page.last));
-      }
+        if (page.events.length) after = decodePosition(encodePosition(page.last));
+        return seen.length >= 400;
+      }, 'all 400 events of run r2 paged', { timeoutMs: 120_000 });
+      expect(seen).toHaveLength(400);
       expect(new Set(seen).size).toBe(400);
 
       // PGlite is single-session: an open transaction holds the database, so a late commit cannot happen there.
@@ -94,8 +98,16 @@ function suite(
       );
       await late.query('COMMIT');
       await late.end();
-      const after2 = await store.readAll({ after: head.last, limit: 100 });
-      expect(after2.events.map((e) => e.id).sort()).toEqual(['late-a', ev('r3', 'late-b', 1).id].sort());
+      const want = ['late-a', ev('r3', 'late-b', 1).id].sort();
+      const got: string[] = [];
+      let cursor = head.last;
+      await until(async () => {
+        const page = await store.readAll({ after: cursor, limit: 100 });
+        got.push(...page.events.map((e) => e.id));
+        if (page.events.length) cursor = page.last;
+        return got.length >= want.length;
+      }, 'the late commit and the event after it', { timeoutMs: 120_000 });
+      expect(got.sort()).toEqual(want);
     });
   });
 }
@@ -117,7 +129,7 @@ const pgSetup = (tag: string) => async () => {
 suite('Postgres, unnest appends', pgSetup('test'), true, 'unnest', 'unnest');
 suite('Postgres, COPY appends (auto)', pgSetup('copy'), true, 'auto', 'copy');
 
-suite('PGlite (pglite-socket)', async () => {
+suite('PGlite (embedded wire-protocol server)', async () => {
   const pg: EmbeddedPostgres = await startEmbeddedPostgres();
   return { url: pg.url, schema: 'rstar', close: () => pg.close() };
 }, false, 'auto', 'unnest');

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { BATCH_V2_PROTOCOL, buildTrainingBatch, clippedLossStats, GrpoInputError, readBatchV2, writeBatchV2, type BatchGroup, type TrainingSequence } from './index';
 
 // The same file is read by workers/trainer/tests/test_shared_vectors.py.
-const fixture = JSON.parse(readFileSync(resolve(import.meta.dirname, '../fixtures/shared-vectors.json'), 'utf8')) as {
+const fixture = JSON.parse(readFileSync(resolve(__dirname, '../fixtures/shared-vectors.json'), 'utf8')) as {
   clip: { epsLow: number; epsHigh: number; dualClip: number };
   header: { runId: string; step: number; policyVersion: number };
   groups: BatchGroup[];

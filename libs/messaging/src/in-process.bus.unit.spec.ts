@@ -4,6 +4,7 @@ import { createLogger } from '@rstar/telemetry';
 import { InProcessBus } from './in-process.bus';
 import { ALL_EVENT_TYPES } from './subjects';
 import { PermanentError, TransientError } from './bus.port';
+import { until } from '@rstar/testing';
 
 const quiet = createLogger('test', { write: () => {} });
 const lines: string[] = [];
@@ -13,13 +14,6 @@ function ev(i: number, runId = 'r1'): RstarEvent {
   return makeEvent('RunFailed', { runId, streamId: `run-${runId}`, key: `${runId}:${i}`, producer: 'test', data: { error: `e${i}` } });
 }
 
-async function until(cond: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const t0 = Date.now();
-  while (!(await cond())) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setImmediate(r));
-  }
-}
 
 describe('InProcessBus', () => {
   it('delivers each event once per durable, dedupes ids, and shares work between same-name subscribers', async () => {

@@ -3,6 +3,7 @@ import { makeEvent, type RstarEvent } from '@rstar/contracts';
 import { createLogger } from '@rstar/telemetry';
 import { JetStreamBus } from './jetstream.bus';
 import { TransientError } from './bus.port';
+import { until } from '@rstar/testing';
 
 const NATS_URL = process.env.RSTAR_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
 const tag = `js${process.pid}${Date.now().toString(36)}`;
@@ -13,13 +14,6 @@ function ev(i: number, traceparent: string | null = null): RstarEvent {
   return makeEvent('RunFailed', { runId: 'r', streamId: 'run-r', key: `r:${i}`, producer: 'test', data: { error: `e${i}` }, traceparent });
 }
 
-async function until(cond: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
-  const t0 = Date.now();
-  while (!(await cond())) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe('JetStreamBus (real NATS)', () => {
   let bus: JetStreamBus;

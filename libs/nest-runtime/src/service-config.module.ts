@@ -7,11 +7,13 @@ import { parseServiceEnv } from './service-config';
  * The settings of a service, validated once at start with its zod schema through @nestjs/config
  * (`ConfigService<Env, true>.get('PORT', {infer: true})`). Global, so every module of the service reads
  * the same validated values. `env` defaults to `process.env` (tests pass their own).
- * A bad value fails the start with a {@link ServiceConfigError} naming the variable and the fix.
+ * @throws ServiceConfigError naming the variable and the fix, at once (before the application is built).
  */
 @Module({})
 export class ServiceConfigModule {
   static forRoot<S extends z.ZodType>(schema: S, env: Record<string, string | undefined> = process.env): DynamicModule {
+    // Validated here, when the module is declared, so a bad setting fails before Nest builds anything.
+    const settings = parseServiceEnv(schema, env) as Record<string, unknown>;
     return {
       module: ServiceConfigModule,
       global: true,
@@ -20,7 +22,7 @@ export class ServiceConfigModule {
           ignoreEnvFile: true,
           skipProcessEnv: true,
           cache: true,
-          load: [() => parseServiceEnv(schema, env) as Record<string, unknown>],
+          load: [() => settings],
         }),
       ],
       exports: [ConfigModule],

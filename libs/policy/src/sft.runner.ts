@@ -33,7 +33,7 @@ export interface SftOptions {
   kinds?: TaskKind[];
   /**
    * Share of training traces (0..1, default 0) that first make a realistic failing tool call, show its real
-   * error output, then recover with the correct call and answer (issue 7: the noisy-but-correct trajectories
+   * error output, then recover with the correct call and answer (the noisy-but-correct trajectories
    * GRPO-RoC is about). Above 0 the model gets the tool-error phrase tokens ({@link toolErrorTokenizerSpec}).
    */
   toolErrorRate?: number;
@@ -83,7 +83,7 @@ async function mapLimit<T, R>(xs: T[], limit: number, f: (x: T, i: number) => Pr
 }
 
 /**
- * The non-reasoning SFT stage at miniature scale (issue 5): build traces of the task family by executing
+ * The non-reasoning SFT stage at miniature scale: build traces of the task family by executing
  * each reference program for real, train with masked NLL on model-written tokens, save the checkpoint
  * atomically, then evaluate on held-out tasks (disjoint seed) with the model's tool calls executed for real.
  * Deterministic given `seed` (data order, init, sampling). `rstar train` calls this for its SFT stage.

@@ -165,9 +165,12 @@ export function compareRerun(original: RunIndex, rerun: RunIndex, step: number):
       groupDifferences.push(`group ${g.promptIdx}: no GroupResampled in the rerun`);
       continue;
     }
-    if (a.groupDropped !== b.groupDropped) groupDifferences.push(`group ${g.promptIdx}: dropped ${a.groupDropped ?? 'no'} -> ${b.groupDropped ?? 'no'}`);
+    // A group decision changes when a member's reward does: name the rollouts whose differences it follows.
+    const differing = rollouts.filter((r) => r.promptIdx === g.promptIdx && r.differences.length > 0).map((r) => `(${r.originalRolloutId})`);
+    const cause = differing.length ? `, following the differences of ${differing.join(', ')}` : '';
+    if (a.groupDropped !== b.groupDropped) groupDifferences.push(`group ${g.promptIdx}: dropped ${a.groupDropped ?? 'no'} -> ${b.groupDropped ?? 'no'}${cause}`);
     const pen = (ix: RunIndex, ps: typeof a.penalties) => ps.map((p) => `${sample(ix, p.rolloutId)}:${p.pErr}:${p.pFormat}`).sort().join(' ');
-    if (pen(original, a.penalties) !== pen(rerun, b.penalties)) groupDifferences.push(`group ${g.promptIdx}: RoC penalties (sample:pErr:pFormat) [${pen(original, a.penalties)}] -> [${pen(rerun, b.penalties)}]`);
+    if (pen(original, a.penalties) !== pen(rerun, b.penalties)) groupDifferences.push(`group ${g.promptIdx}: RoC penalties (sample:pErr:pFormat) [${pen(original, a.penalties)}] -> [${pen(rerun, b.penalties)}]${cause}`);
     const kept = (ix: RunIndex, ids: readonly string[]) => ids.map((id) => sample(ix, id)).sort((x, y) => x - y).join(',');
     if (kept(original, a.kept) !== kept(rerun, b.kept)) groupNotes.push(`group ${g.promptIdx}: kept samples [${kept(original, a.kept)}] -> [${kept(rerun, b.kept)}] (the RoC draw is seeded by the group id, which is new in a rerun)`);
   }

@@ -36,6 +36,21 @@ describe('compareRerun: a rerun of a recorded step against the original, rollout
     expect(formatRerunComparison(c)).toContain(`DIFF prompt ${row.promptIdx} sample ${row.sampleIdx} (${row.originalRolloutId}): reward`);
   });
 
+  it('given a rollout whose reward differs and its group dropped in the rerun only, then the group line names that rollout', () => {
+    const b = clone();
+    const w = b.find((e): e is RstarEvent<'RewardAssigned'> => e.type === 'RewardAssigned')!;
+    w.data.reward = w.data.reward === 1 ? 0 : 1;
+    const g = b.find((e): e is RstarEvent<'GroupResampled'> => e.type === 'GroupResampled' && e.data.groupId === w.data.groupId)!;
+    const before = g.data.groupDropped;
+    g.data.groupDropped = before ? null : 'all_equal';
+    const c = compare(b);
+    const row = c.rollouts.find((r) => r.rerunRolloutId === w.data.rolloutId)!;
+    expect(c.groupDifferences).toEqual([
+      `group ${row.promptIdx}: dropped ${before ?? 'no'} -> ${before ? 'no' : 'all_equal'}, following the differences of (${row.originalRolloutId})`,
+    ]);
+    expect(c.deterministicDifferences).toBe(2);
+  });
+
   it('given a tool call that timed out in the rerun, then it and what followed in its rollout are timing-dependent, not failing', () => {
     const b = clone();
     const done = b.find((e): e is RstarEvent<'ToolCallCompleted'> => e.type === 'ToolCallCompleted')!;

@@ -24,7 +24,7 @@ export interface StepResumeState {
 }
 
 /**
- * Resume support (issue 8 §5): the rollouts of `step` that were completed and recorded before a run
+ * Resume support: the rollouts of `step` that were completed and recorded before a run
  * stopped, so `rstar train --resume RUN` reuses them instead of generating them again. Every event id
  * is deterministic, so re-publishing a reused rollout's events is harmless (the bus drops the copies).
  * `events`: the run's events (any order) or its index; `runId` when they hold several runs.

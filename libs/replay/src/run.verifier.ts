@@ -95,7 +95,7 @@ const SYMBOLIC_RULES = new Set(['sympy', 'timeout']);
 
 /**
  * Recompute, with today's code, every deterministic decision recorded in a run's events and report each
- * difference with its cause (issue 8):
+ * difference with its cause:
  * - rewards: every final answer re-graded (`grade`); a changed verdict or rule names the rollout, the
  *   old and new verdict and rule;
  * - GRPO-RoC: every resampled group re-decided by `resampleGroup` from its recorded inputs (counters

@@ -24,7 +24,7 @@ export interface RerunPlan {
 const PRODUCER = 'replay';
 
 /**
- * Re-run a recorded step (issue 8 §4): the step's inputs (its StepStarted and every RolloutRequested:
+ * Re-run a recorded step: the step's inputs (its StepStarted and every RolloutRequested:
  * prompt, gold, sampling params with their seeds, budget, policy version, RoC policy) re-issued under a
  * new run id, linked to the original by `RunStarted.rerunOf`. Rollout and group ids are re-derived for
  * the new run with the same step, prompt and sample indices, so the two runs line up one to one.

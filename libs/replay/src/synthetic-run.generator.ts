@@ -78,7 +78,7 @@ function spell(v: bigint, format: number): string {
 }
 
 /**
- * A realistic recorded run built by driving the real libraries over handmade rollouts (issue 8 §6-7):
+ * A realistic recorded run built by driving the real libraries over handmade rollouts:
  * arithmetic prompts rendered with the rStar2 template, multi-turn responses with tool calls (some
  * erroneous), answers in several spellings (some wrong, missing, repeated or truncated), tokens from the
  * char tokenizer, rewards from today's grader, GRPO-RoC picks from `resampleGroup`, the training batch

@@ -5,6 +5,7 @@ import { SandboxPool } from '@rstar/sandbox';
 import { createLogger } from '@rstar/telemetry';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RewardGradingHandler } from './reward-grading.handler';
+import { until } from '@rstar/testing';
 
 const NATS_URL = process.env.RSTAR_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
 const tag = `rg${process.pid}${Date.now().toString(36)}`;
@@ -49,11 +50,7 @@ describe('reward-grading over real NATS JetStream with sympy in the real sandbox
     ];
     await bus.publish(events);
     await bus.publish(events[0]); // a duplicate delivery re-emits the same id, which the bus drops
-    const t0 = Date.now();
-    while (got.size < 3) {
-      if (Date.now() - t0 > 30_000) throw new Error(`only ${got.size} RewardAssigned arrived`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await until(() => got.size >= 3, 'three RewardAssigned');
     const r = events.map((e) => got.get(e.data.rolloutId)!.data);
     expect(r[0]).toMatchObject({ reward: 1, rule: 'numeric' });
     expect(r[1]).toMatchObject({ reward: 1, rule: 'sympy' });

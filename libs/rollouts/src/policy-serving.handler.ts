@@ -64,7 +64,7 @@ const ACK_FLUSH_GRACE_MS = 1_000;
  * `ToolCallRequested` per call the moment it is parsed, consumes `ToolCallCompleted`, and emits
  * `RolloutCompleted`. `PolicyUpdated` reloads every engine's weights between rollouts.
  *
- * Crash recovery (issue 7, SIGKILL mid-run): nothing a rollout needs is acked before its
+ * Crash recovery (SIGKILL mid-run): nothing a rollout needs is acked before its
  * `RolloutCompleted` is stored. Its `RolloutRequested` is acked after the completion (heartbeating while
  * it runs); the `TurnGenerated` and `ToolCallCompleted` of a rollout running here stay unacked on this
  * instance's durables until then; the newest `PolicyUpdated` stays unacked until superseded
@@ -105,6 +105,11 @@ export class PolicyServingHandler {
   }
 
   /** The policy version the engines hold now (of the run in {@link policy}). */
+  /** Rollouts being run by this instance now. */
+  get activeRollouts(): number {
+    return this.running.size;
+  }
+
   get policyVersion(): number {
     return this.gate.loadedVersion;
   }

@@ -8,6 +8,7 @@ import { PolicyFollower, PolicyFollowerClosedError } from './policy.follower';
 import { PolicyServingHandler, type PolicyServingOptions } from './policy-serving.handler';
 import { TurnJournal } from './turn.journal';
 import { PolicyVersionGate } from './policy-version.gate';
+import { until } from '@rstar/testing';
 
 const tok = new CharTokenizer();
 const quiet = createLogger('test', { write: () => undefined });
@@ -35,13 +36,6 @@ class ScriptedEngine implements EngineAdapter {
   async health() { return true; }
 }
 
-async function until(cond: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 5000; i++) {
-    if (cond()) return;
-    await new Promise((r) => setTimeout(r, 2));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 const request = (i: number, policyVersion = 0) =>
   makeEvent('RolloutRequested', {
@@ -96,7 +90,7 @@ describe('PolicyServingHandler (in-process bus)', () => {
     engine.hold = new Promise<void>((r) => (open = r));
     const seen = await setup(engine);
     await bus.publish(request(0));
-    await until(() => handler['running'].size === 1, 'rollout 0 running');
+    await until(() => handler.activeRollouts === 1, 'rollout 0 running');
     await bus.publish(makeEvent('PolicyUpdated', { runId: 'run1', streamId: 'run-run1', key: 'v1', producer: 'test', data: { version: 1, checkpointUri: '/ckpt/v1', checkpointHash: 'h1' } }));
     await bus.publish(request(1, 1));
     open();

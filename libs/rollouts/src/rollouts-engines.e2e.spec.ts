@@ -9,9 +9,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBuiltinEngine, type BuiltinEngine, SglangAdapter, EnginePool } from '@rstar/engines';
 import { PolicyServingHandler } from './policy-serving.handler';
+import { until } from '@rstar/testing';
 
 /*
- * e2e (issue 6): two built-in engines with a small KV capacity behind the SGLang adapter, the real
+ * e2e: two built-in engines with a small KV capacity behind the SGLang adapter, the real
  * sandbox executing tool calls over real NATS JetStream, 64 rollouts of 4 prompts; then one engine is
  * killed mid-run and its rollouts must finish on the other. The policy is a few-step SFT of the tiny
  * built-in model, enough to make it write tool calls.
@@ -22,13 +23,6 @@ const tag = `ps${process.pid}${Date.now().toString(36)}`;
 const CAPACITY = 450;
 const BUDGET = 110;
 
-async function until(cond: () => boolean, what: string, timeoutMs = 240_000): Promise<void> {
-  const t0 = Date.now();
-  while (!cond()) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('policy-serving e2e: built-in engines, real sandbox, real NATS', () => {
   const tmp = mkdtempSync(join(tmpdir(), 'rstar-ps-e2e-'));
@@ -136,7 +130,7 @@ describe('policy-serving e2e: built-in engines, real sandbox, real NATS', () => 
     const runId = `${tag}-a`;
     const reqs = Array.from({ length: 64 }, (_, i) => request(runId, i % 4, Math.floor(i / 4)));
     await bus.publish(reqs);
-    await until(() => of(runId, 'RolloutCompleted').length >= 64, '64 RolloutCompleted');
+    await until(() => of(runId, 'RolloutCompleted').length >= 64, '64 RolloutCompleted', { timeoutMs: 240_000 });
     const completed = of(runId, 'RolloutCompleted');
     expect(new Set(completed.map((e) => e.data.rolloutId)).size).toBe(64);
     expect(pool.scheduler.stats.overflows).toBe(0);
@@ -149,7 +143,7 @@ describe('policy-serving e2e: built-in engines, real sandbox, real NATS', () => 
     const executed = of(runId, 'ToolCallCompleted');
     expect(executed.length, 'tool calls executed through the bus').toBeGreaterThan(16);
     expect(new Set(executed.map((e) => e.data.callId)).size).toBe(executed.length);
-    await until(() => of(runId, 'TurnGenerated').length >= completed.reduce((a, e) => a + e.data.turns, 0), 'every TurnGenerated');
+    await until(() => of(runId, 'TurnGenerated').length >= completed.reduce((a, e) => a + e.data.turns, 0), 'every TurnGenerated', { timeoutMs: 240_000 });
     for (const c of completed) {
       const d = c.data;
       expect(d.lossMask).toHaveLength(d.responseTokenIds.length);
@@ -169,11 +163,11 @@ describe('policy-serving e2e: built-in engines, real sandbox, real NATS', () => 
   it('finishes the rollouts of an engine killed mid-run on the other engine, none lost or duplicated', async () => {
     const runId = `${tag}-b`;
     await bus.publish(Array.from({ length: 32 }, (_, i) => request(runId, i % 4, Math.floor(i / 4))));
-    await until(() => of(runId, 'TurnGenerated').filter((e) => e.data.engineId === 'builtin-0').length >= 4, 'turns on builtin-0');
+    await until(() => of(runId, 'TurnGenerated').filter((e) => e.data.engineId === 'builtin-0').length >= 4, 'turns on builtin-0', { timeoutMs: 240_000 });
     const all = Array.from({ length: 32 }, (_, i) => ids.rollout(runId, 0, i % 4, Math.floor(i / 4)));
     const onKilled = new Set(all.filter((r) => pool.scheduler.leaseOf(r)?.engineId === 'builtin-0'));
     await engines[0].close();
-    await until(() => of(runId, 'RolloutCompleted').length >= 32, '32 RolloutCompleted after the kill');
+    await until(() => of(runId, 'RolloutCompleted').length >= 32, '32 RolloutCompleted after the kill', { timeoutMs: 240_000 });
     const completed = of(runId, 'RolloutCompleted');
     expect(completed).toHaveLength(32);
     expect(new Set(completed.map((e) => e.data.rolloutId)).size).toBe(32);

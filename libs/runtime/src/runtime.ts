@@ -42,7 +42,7 @@ export interface Runtime {
   mode: 'standalone' | 'distributed';
   bus: EventBus & RawPublisher;
   store: EventStore;
-  /** The Postgres URL in use (the pglite-socket URL in standalone mode), for other `pg`/TypeORM clients. */
+  /** The Postgres URL in use (the embedded server's URL in standalone mode), for other `pg`/TypeORM clients. */
   databaseUrl: string;
   /** The in-process archiver, when this process runs one. */
   archiver: Archiver | null;
@@ -54,7 +54,7 @@ export interface Runtime {
 
 /**
  * Open the runtime: standalone (the default when neither `RSTAR_NATS_URL` nor `RSTAR_DATABASE_URL`
- * is set: PGlite behind pglite-socket + {@link InProcessBus} + an in-process {@link Archiver}) or
+ * is set: PGlite behind its wire-protocol server + {@link InProcessBus} + an in-process {@link Archiver}) or
  * distributed (NATS URL set: {@link JetStreamBus} + Postgres). With only a database URL, the bus is
  * in-process and the archive is that Postgres. Lives in libs/messaging (which depends on
  * libs/event-store, never the reverse) so the CLI can use it without importing a service.

@@ -1,6 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { CgroupLeaf } from './cgroup.manager';
+import { ZYGOTE_PACKAGE } from './python.resolver';
 
 /** Environment every program sees: nothing from the host (H30), UTF-8 I/O, unbuffered, 1 BLAS thread. */
 export function sandboxEnv(workRoot: string): Record<string, string> {
@@ -62,11 +64,12 @@ function bindLeaf(args: string[], name: string, leaf: CgroupLeaf | null): Cgroup
  */
 export function bwrapArgs(p: {
   pythonRoots: string[];
-  zygoteHostPath: string;
+  /** Host directory holding the `rstar_zygote` package. */
+  zygoteRoot: string;
   env: Record<string, string>;
   call: CgroupLeaf | null;
   sessions: CgroupLeaf[];
-}): { args: string[]; inner: { call: CgroupLeaf | null; sessions: CgroupLeaf[] }; zygotePath: string } {
+}): { args: string[]; inner: { call: CgroupLeaf | null; sessions: CgroupLeaf[] }; zygoteRoot: string } {
   const args = [
     '--unshare-ipc',
     '--unshare-pid',
@@ -82,10 +85,10 @@ export function bwrapArgs(p: {
   for (const d of ['/usr', '/bin', '/lib', '/lib64', '/sbin']) if (existsSync(d)) args.push('--ro-bind', d, d);
   for (const f of ['/etc/ld.so.cache', '/etc/ld.so.conf', '/etc/localtime', '/etc/alternatives'])
     if (existsSync(f)) args.push('--ro-bind', f, f);
-  const zygotePath = '/opt/rstar/zygote.py';
+  const zygoteRoot = '/opt/rstar';
   args.push('--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--tmpfs', '/dev/shm');
   args.push('--perms', '0755', '--dir', '/opt', '--perms', '0755', '--dir', '/opt/rstar');
-  args.push('--ro-bind', p.zygoteHostPath, zygotePath);
+  args.push('--ro-bind', join(p.zygoteRoot, ZYGOTE_PACKAGE), `${zygoteRoot}/${ZYGOTE_PACKAGE}`);
   args.push('--perms', '1777', '--tmpfs', '/tmp', '--perms', '1777', '--tmpfs', '/var/tmp', '--tmpfs', '/run');
   // After the tmpfs mounts, so a Python install under /tmp, /var/tmp or /run (a checkout there) stays visible.
   // bwrap creates missing mount-point parents as 0700 root dirs; the unprivileged call uid must traverse them.
@@ -107,5 +110,7 @@ export function bwrapArgs(p: {
   const sessions = p.sessions.map((s, i) => bindLeaf(args, `s${i}`, s)!);
   for (const cap of ['CAP_SETUID', 'CAP_SETGID', 'CAP_KILL', 'CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_FOWNER'])
     args.push('--cap-add', cap);
-  return { args, inner: { call, sessions }, zygotePath };
+  // `python -m rstar_zygote` finds the package in its working directory.
+  args.push('--chdir', zygoteRoot);
+  return { args, inner: { call, sessions }, zygoteRoot };
 }

@@ -12,11 +12,11 @@ export interface Executor {
 export type ExecLine = { id: string | number | null } & Pick<
   ExecResult,
   'status' | 'stdout' | 'stderr' | 'exitCode' | 'signal' | 'wallMs' | 'cpuMs' | 'truncated'
-> & { sessionReset?: boolean };
+> & { sessionReset?: boolean; sessionKept?: boolean };
 
-const ALLOWED = new Set(['id', 'code', 'input', 'timeoutMs', 'memoryMb', 'session', 'outputChars']);
+const ALLOWED = new Set(['id', 'code', 'input', 'timeoutMs', 'memoryMb', 'session', 'outputChars', 'echo']);
 
-/** Parse one input line into a request, or a `sandbox_error` line naming the bad field. */
+/** Parse one input line into a request, or an `invalid_request` line naming the bad field. */
 export function parseExecLine(line: string, lineNo: number): { id: string | number | null; req?: ExecRequest; error?: string } {
   let obj: unknown;
   try {
@@ -44,7 +44,7 @@ export function parseExecLine(line: string, lineNo: number): { id: string | numb
 
 /** What {@link runExecLines} did: result lines by status, and how many input lines were not valid requests. */
 export interface ExecRunSummary {
-  /** Result lines by status (invalid lines count as `sandbox_error` here too). */
+  /** Result lines by status (invalid lines count as `invalid_request`). */
   counts: Record<string, number>;
   /** Result lines written (= non-blank input lines). */
   total: number;
@@ -52,9 +52,12 @@ export interface ExecRunSummary {
   invalid: number;
 }
 
-/** A `sandbox_error` produced because the request itself was invalid (never ran). */
+/**
+ * A result for a request that was itself invalid (never ran): `invalid_request`, or the `sandbox_error`
+ * with the same stderr prefix that services from before that status answer.
+ */
 function isInvalidRequest(r: ExecResult): boolean {
-  return r.status === 'sandbox_error' && r.stderr.startsWith(INVALID_REQUEST_PREFIX);
+  return r.status === 'invalid_request' || (r.status === 'sandbox_error' && r.stderr.startsWith(INVALID_REQUEST_PREFIX));
 }
 
 function toLine(id: string | number | null, r: ExecResult): ExecLine {
@@ -70,13 +73,15 @@ function toLine(id: string | number | null, r: ExecResult): ExecLine {
     truncated: r.truncated,
   };
   if (r.sessionReset !== undefined) out.sessionReset = r.sessionReset;
+  if (r.sessionKept !== undefined) out.sessionKept = r.sessionKept;
   return out;
 }
 
 /**
  * `rstar exec`: run JSON-lines requests with at most `concurrency` in flight and emit one result line
  * per input line **in input order** as soon as it and all before it are done. Blank lines are skipped;
- * bad lines produce a `sandbox_error` result naming the field, and the run continues.
+ * bad lines (not JSON, a field missing or wrong) produce an `invalid_request` result naming the field,
+ * and the run continues.
  * Requests of one session run in input order (the pool serialises per session).
  * @returns counts by status and the number of invalid lines (`rstar exec` turns it into its exit code).
  */
@@ -112,7 +117,7 @@ export async function runExecLines(
     const parsed = parseExecLine(raw, lineNo);
     if (parsed.error || !parsed.req) {
       invalid++;
-      done.set(my, toLine(parsed.id, poolResult('sandbox_error', `${INVALID_REQUEST_PREFIX}${parsed.error ?? 'not a request'}`)));
+      done.set(my, toLine(parsed.id, poolResult('invalid_request', `${INVALID_REQUEST_PREFIX}${parsed.error ?? 'not a request'}`)));
       flush();
       continue;
     }
@@ -139,7 +144,7 @@ export async function runExecLines(
 
 /**
  * {@link Executor} against a running tool-execution service (`POST <url>/v1/execute`). A 400 becomes
- * a `sandbox_error` result with the service's message; a 429 (`overloaded`) is retried after
+ * an `invalid_request` result with the service's message; a 429 (`overloaded`) is retried after
  * Retry-After, so the client queues instead of failing.
  */
 export class HttpExecutor implements Executor {
@@ -158,7 +163,7 @@ export class HttpExecutor implements Executor {
         await new Promise((r) => setTimeout(r, Math.min(wait, 5000) * (0.5 + Math.random())));
         continue;
       }
-      if (res.status === 400) return poolResult('sandbox_error', `${INVALID_REQUEST_PREFIX}${String(body.message ?? 'rejected')}`);
+      if (res.status === 400) return poolResult('invalid_request', `${INVALID_REQUEST_PREFIX}${String(body.message ?? 'rejected')}`);
       if (!res.ok) return poolResult('sandbox_error', `service answered HTTP ${res.status}: ${JSON.stringify(body).slice(0, 300)}`);
       return body as unknown as ExecResult;
     }

@@ -31,6 +31,8 @@ export interface ResolvedRequest extends ExecLimits {
   code: string;
   input: string;
   session: string | null;
+  /** Echo a final bare expression's repr (PROTOCOL §3); false = plain `python3 prog.py` semantics. */
+  echo: boolean;
 }
 
 function limitField(
@@ -79,10 +81,13 @@ export function resolveRequest(
       throw new InvalidRequestError('session', 'must be 1-200 characters of [A-Za-z0-9_.:@-] (e.g. the rollout id) or omitted');
     session = r.session;
   }
+  if (r.echo !== undefined && r.echo !== null && typeof r.echo !== 'boolean')
+    throw new InvalidRequestError('echo', `must be true or false, got ${JSON.stringify(r.echo)}; omit it for true`);
   return {
     code: r.code,
     input,
     session,
+    echo: r.echo ?? true,
     timeoutMs: limitField(r, 'timeoutMs', defaults.timeoutMs, maxima.timeoutMs, 50),
     memoryMb: limitField(r, 'memoryMb', defaults.memoryMb, maxima.memoryMb, MIN_MEMORY_MB),
     outputChars: limitField(r, 'outputChars', defaults.outputChars, maxima.outputChars, 64),

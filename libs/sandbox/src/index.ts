@@ -2,7 +2,8 @@
  * @rstar/sandbox: the isolated Python execution pool behind the code tool (ARCHITECTURE §5,
  * PROTOCOL §3). Main type: {@link SandboxPool}. The tool-response text lives in @rstar/agent.
  */
-export { SandboxPool, poolResult } from './sandbox.pool';
+export { SandboxPool, poolResult, SCIPY_WARM_MODULES } from './sandbox.pool';
+export { scipySubmoduleUsage } from './scipy.usage';
 export type {
   ExecRequest,
   ExecResult,
@@ -36,3 +37,4 @@ export {
   type ReplayExecutor,
 } from './trajectory.replay';
 export { runExecLines, parseExecLine, HttpExecutor, type Executor, type ExecLine, type ExecRunSummary } from './exec-lines.runner';
+export * from './compat';

@@ -4,8 +4,10 @@ import { dirname, join, resolve } from 'node:path';
 
 /** Repository root (libs/sandbox/src -> ../../..; in a build, the service's dist folder). */
 export const REPO_ROOT = resolve(__dirname, '..', '..', '..');
-/** The zygote program shipped with this lib (copied next to the compiled lib by the service build). */
-export const ZYGOTE_PATH = resolve(__dirname, '..', 'python', 'zygote.py');
+/** The directory holding the zygote's Python package (`rstar_zygote`, run as `python -m rstar_zygote`). */
+export const ZYGOTE_ROOT = resolve(__dirname, '..', 'python');
+/** The zygote package shipped with this lib. */
+export const ZYGOTE_PACKAGE = 'rstar_zygote';
 
 /** The nearest `.venv/bin/python` in `dir` or a folder above it (a build under dist/ finds the repo's). */
 function nearestVenvPython(dir: string): string | null {

@@ -1,6 +1,6 @@
 /**
- * How the stderr of a `sandbox_error` result starts when the request itself was invalid (it never ran);
- * the rest names the field and the fix. Pool, HTTP client and `rstar exec` all use it.
+ * How the stderr of an `invalid_request` result starts (the request itself was invalid and never ran);
+ * the rest names the field and the fix. Pool, HTTP client, NATS responder and `rstar exec` all use it.
  */
 export const INVALID_REQUEST_PREFIX = 'invalid request: ';
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { bwrapUsable, sandboxEnv } from './bwrap.args';
 import { CgroupManager, pidAlive, type WorkerCgroups } from './cgroup.manager';
 import { DEFAULT_LIMITS, DEFAULT_MAXIMA, resolveRequest, type ResolvedRequest } from './exec-request.validator';
-import { inspectPython, resolvePython, ZYGOTE_PATH } from './python.resolver';
+import { inspectPython, resolvePython, ZYGOTE_ROOT } from './python.resolver';
 import { INVALID_REQUEST_PREFIX, InvalidRequestError, IsolationUnavailableError, PoolNotRunningError } from './sandbox.errors';
 import type { ExecLimits, ExecRequest, ExecResult, ExecStatus, SandboxHealth, SandboxPoolOptions } from './sandbox.types';
 import { execResultOf } from './zygote.response';
@@ -41,6 +41,20 @@ function callUids(i: number, sessionCap: number): { uid: number | null; sessionU
   return { uid: base, sessionUids: Array.from({ length: sessionCap }, (_, k) => base + 1 + k) };
 }
 
+/**
+ * scipy submodules the scipy zygotes import before forking: the ones the code blocks of
+ * ../shared/trajectories use (`scipySubmoduleUsage`: stats in 3 blocks, integrate in 1; no other).
+ * Importing scipy.stats also loads linalg, optimize, special, interpolate, sparse, spatial, fft and
+ * ndimage, so those are warm there too. matplotlib.pyplot is warmed with them (see USES_SCIPY).
+ */
+export const SCIPY_WARM_MODULES: readonly string[] = ['scipy.stats', 'scipy.integrate', 'matplotlib.pyplot'];
+/**
+ * A program that mentions scipy or matplotlib runs on a scipy zygote (where one exists). matplotlib is
+ * warmed there too: a cold import costs ~1.3 s of CPU, and without a writable config directory it rebuilt
+ * its font cache and printed a warning to stderr on every call (a difference from `python3 prog.py`).
+ */
+const USES_SCIPY = /\b(scipy|matplotlib)\b/;
+
 interface Job {
   /** `end_session` jobs carry only `req.session`. */
   op?: 'exec' | 'end_session';
@@ -48,6 +62,8 @@ interface Job {
   resolve: (r: ExecResult) => void;
   /** Worker index this job must run on (session affinity), or -1 for any. */
   worker: number;
+  /** The program uses scipy: it waits for a scipy zygote rather than import scipy's submodules cold. */
+  scipy?: boolean;
   /** Already re-queued once after its zygote died under it. */
   retried?: boolean;
 }
@@ -63,7 +79,7 @@ export function poolResult(status: ExecStatus, stderr: string): ExecResult {
  * whole call from outside, output caps while reading, and stateful sessions pinned to one worker.
  *
  * `execute()` never throws for a bad program or a bad request: everything is an {@link ExecResult}
- * (`sandbox_error` names the invalid field; `overloaded` when `queueLimit` requests already wait).
+ * (`invalid_request` names the invalid field; `overloaded` when `queueLimit` requests already wait).
  *
  * @example
  * const pool = new SandboxPool(); await pool.start();
@@ -78,7 +94,12 @@ export class SandboxPool {
   private readonly sessionCap: number;
   private readonly sessionIdleS: number;
   private readonly pidsMax: number;
+  /** All zygotes: `workers` lean ones, then the scipy ones. */
   private readonly nWorkers: number;
+  /** Lean zygotes (the base stack only): every program that does not mention scipy runs on one. */
+  private readonly nLean: number;
+  /** scipy zygotes, after the lean ones. */
+  private readonly nScipy: number;
   private workers: ZygoteWorker[] = [];
   /** Where the next dispatch starts looking for an idle worker. */
   private nextWorker = 0;
@@ -108,9 +129,17 @@ export class SandboxPool {
     // Two zygotes per core: a zygote is idle while its call's child runs and while it waits for the
     // next request, so one per core leaves the cores idle between calls (measured: 4 zygotes on 2
     // cores give ~1.3x the print(1) throughput of 2).
-    this.nWorkers = Math.max(1, opts.workers ?? Math.max(4, 2 * cpus().length));
-    for (const [k, v] of Object.entries({ workers: this.nWorkers, queueLimit: this.queueLimit, pidsMax: this.pidsMax }))
+    this.nLean = Math.max(1, opts.workers ?? Math.max(4, 2 * cpus().length));
+    // scipy zygotes (see SCIPY_WARM_MODULES), on top of the lean ones: warming scipy.stats in a zygote
+    // doubles its heap (62 -> 130 MB RSS) and adds ~580 mappings that each of its forks copies (+~3 CPU
+    // ms per call, measured), so only programs that use scipy run there (and save its 1-2 s import);
+    // every other program keeps the lean zygotes' cost. An idle zygote costs memory, no CPU.
+    this.nScipy = opts.scipyWorkers ?? 1;
+    this.nWorkers = this.nLean + this.nScipy;
+    for (const [k, v] of Object.entries({ workers: this.nLean, queueLimit: this.queueLimit, pidsMax: this.pidsMax }))
       if (!Number.isInteger(v) || v < 1) throw new InvalidRequestError(k, `must be a positive integer, got ${v}`);
+    if (!Number.isInteger(this.nScipy) || this.nScipy < 0)
+      throw new InvalidRequestError('scipyWorkers', `must be an integer >= 0, got ${this.nScipy}`);
   }
 
   /**
@@ -161,18 +190,24 @@ export class SandboxPool {
     this.state = 'running';
   }
 
+  /** Whether worker `i` is a scipy zygote. */
+  private isWarm(i: number): boolean {
+    return i >= this.nLean;
+  }
+
   private async spawnWorker(i: number): Promise<ZygoteWorker> {
     const w = new ZygoteWorker({
       index: i,
       python: this.python,
       pythonRoots: this.pythonRoots,
-      zygoteHostPath: ZYGOTE_PATH,
+      zygoteRoot: ZYGOTE_ROOT,
       bwrap: this.isolation === 'bwrap',
       cgroups: this.cgroupsOf[i] ?? null,
       ...callUids(i, this.sessionCap),
       sessionCap: this.sessionCap,
       sessionIdleS: this.sessionIdleS,
       pidsMax: this.pidsMax,
+      warmModules: this.isWarm(i) ? [...SCIPY_WARM_MODULES] : [],
       env: sandboxEnv,
       hostWorkRoot: join(this.hostWorkRoot, `w${i}`),
     });
@@ -205,7 +240,7 @@ export class SandboxPool {
   }
 
   /**
-   * Run one program. Never throws: invalid requests give `sandbox_error` (stderr names the field),
+   * Run one program. Never throws: invalid requests give `invalid_request` (stderr names the field),
    * a full queue gives `overloaded`, a closed pool gives `sandbox_error`.
    */
   execute(request: ExecRequest): Promise<ExecResult> {
@@ -215,25 +250,26 @@ export class SandboxPool {
     try {
       req = resolveRequest(request, this.defaults, this.maxima);
     } catch (e) {
-      return Promise.resolve(poolResult('sandbox_error', `${INVALID_REQUEST_PREFIX}${(e as Error).message}`));
+      return Promise.resolve(poolResult('invalid_request', `${INVALID_REQUEST_PREFIX}${(e as Error).message}`));
     }
     if (this.queue.length >= this.queueLimit)
       return Promise.resolve(
         poolResult('overloaded', `sandbox overloaded: ${this.queue.length} requests already queued (limit ${this.queueLimit}); retry later`),
       );
     let worker = -1;
+    const scipy = this.nScipy > 0 && USES_SCIPY.test(req.code);
     if (req.session) {
       const pin = this.sessionPin.get(req.session);
       if (pin) {
         worker = pin.worker;
         pin.last = Date.now();
       } else {
-        worker = this.leastPinned();
+        worker = this.leastPinned(scipy);
         this.sessionPin.set(req.session, { worker, last: Date.now(), generation: this.generation[worker] ?? 0 });
       }
     }
     return new Promise((resolve) => {
-      this.queue.push({ req, resolve, worker });
+      this.queue.push({ req, resolve, worker, scipy });
       this.dispatch();
     });
   }
@@ -247,18 +283,22 @@ export class SandboxPool {
     if (!pin || this.state !== 'running') return Promise.resolve();
     this.sessionPin.delete(session);
     return new Promise((resolve) => {
-      const req: ResolvedRequest = { code: '', input: '', session, ...this.defaults };
+      const req: ResolvedRequest = { code: '', input: '', session, echo: true, ...this.defaults };
       this.queue.push({ op: 'end_session', req, resolve: () => resolve(), worker: pin.worker });
       this.dispatch();
     });
   }
 
-  private leastPinned(): number {
+  /** The worker of the right kind (scipy or not, where both exist) holding the fewest sessions. */
+  private leastPinned(scipy: boolean): number {
     this.expirePins();
     const counts = new Array<number>(this.nWorkers).fill(0);
     for (const p of this.sessionPin.values()) counts[p.worker]!++;
-    let best = 0;
-    for (let i = 1; i < counts.length; i++) if (counts[i]! < counts[best]!) best = i;
+    let best = -1;
+    for (let i = 0; i < counts.length; i++) {
+      if (this.nScipy > 0 && this.isWarm(i) !== scipy) continue;
+      if (best < 0 || counts[i]! < counts[best]!) best = i;
+    }
     return best;
   }
 
@@ -270,13 +310,15 @@ export class SandboxPool {
   private dispatch(): void {
     if (this.state !== 'running' || this.queue.length === 0) return;
     // Round robin from the worker after the last one used: a zygote forks its next call's child right
-    // after answering, so the zygote that just answered is the slowest to take the next call.
+    // after answering, so the zygote that just answered is the slowest to take the next call. Programs
+    // that mention scipy run on the scipy zygotes, all others on the lean ones (where both exist).
     const n = this.workers.length;
     for (let k = 0; k < n; k++) {
       const i = (this.nextWorker + k) % n;
       const w = this.workers[i]!;
       if (!w.alive || w.busy || this.restarting.has(i)) continue;
-      const idx = this.queue.findIndex((j) => j.worker === i || j.worker === -1);
+      const warm = this.isWarm(i);
+      const idx = this.queue.findIndex((j) => j.worker === i || (j.worker === -1 && warm === Boolean(j.scipy)));
       if (idx < 0) continue;
       const job = this.queue.splice(idx, 1)[0]!;
       this.nextWorker = (i + 1) % n;
@@ -310,12 +352,16 @@ export class SandboxPool {
       hardOutputBytes: Math.max(8 << 20, r.outputChars * 8),
       session: r.session,
       known,
+      echo: r.echo,
     };
     let result: ExecResult;
     try {
       const frame = await w.request(msg, r.timeoutMs + 10_000, r.code, r.input ?? '');
       result = execResultOf(frame, r.outputChars);
-      if (r.session) result.sessionReset = Boolean(frame.msg.sessionReset);
+      if (r.session) {
+        result.sessionReset = Boolean(frame.msg.sessionReset);
+        result.sessionKept = frame.msg.sessionKept !== false && result.status !== 'sandbox_error';
+      }
     } catch (e) {
       const backstop = e instanceof WorkerBackstopError;
       void this.replace(i);
@@ -331,7 +377,10 @@ export class SandboxPool {
       result = poolResult(backstop ? 'timeout' : 'killed', `sandbox worker lost during the call (${(e as Error).message.split(';')[0]}); it was restarted`);
       result.signal = 'SIGKILL';
       result.wallMs = backstop ? r.timeoutMs : 0;
-      if (r.session) result.sessionReset = true;
+      if (r.session) {
+        result.sessionReset = true;
+        result.sessionKept = false;
+      }
     }
     job.resolve(result);
     this.dispatch();
@@ -346,7 +395,7 @@ export class SandboxPool {
       isolation: this.isolation,
       warnings: [...this.warnings],
       cgroup: this.cg?.version === 1 ? 'v1' : this.cg?.version === 2 ? 'v2' : 'none',
-      workers: { total: this.nWorkers, ready, busy: this.workers.filter((w) => w.busy).length, restarts: this.restarts },
+      workers: { total: this.nWorkers, scipy: this.nScipy, ready, busy: this.workers.filter((w) => w.busy).length, restarts: this.restarts },
       queueDepth: this.queue.length,
       queueLimit: this.queueLimit,
       activeSessions: this.activeSessions(),

@@ -1,4 +1,8 @@
-/** Status of one execution (PROTOCOL §3, ARCHITECTURE §5); `overloaded` = refused by admission control. */
+/**
+ * Status of one execution (PROTOCOL §3, ARCHITECTURE §5); `overloaded` = refused by admission control;
+ * `invalid_request` = the request itself was malformed (not JSON, a field missing or wrong): it never
+ * ran, and stderr names the field and the fix. `sandbox_error` is kept for failures of the sandbox.
+ */
 export type ExecStatus =
   | 'ok'
   | 'runtime_error'
@@ -7,7 +11,8 @@ export type ExecStatus =
   | 'output_limit'
   | 'killed'
   | 'sandbox_error'
-  | 'overloaded';
+  | 'overloaded'
+  | 'invalid_request';
 
 /** One program to run. */
 export interface ExecRequest {
@@ -23,6 +28,11 @@ export interface ExecRequest {
   session?: string;
   /** Characters kept per stream (default 1,000; head and tail kept, `truncated` set). */
   outputChars?: number;
+  /**
+   * Print the repr of a final bare expression (PROTOCOL §3, IPython-like; default true). `false` runs
+   * the program exactly as `python3 prog.py` would (what SandboxFusion and code-judge callers expect).
+   */
+  echo?: boolean;
 }
 
 /** Outcome of one execution. `exitCode` is null when the process died by a signal (`signal` names it). */
@@ -40,6 +50,12 @@ export interface ExecResult {
   truncated: boolean;
   /** Session calls only: true when this call did not run in (or destroyed) the session's earlier interpreter. */
   sessionReset?: boolean;
+  /**
+   * Session calls only: true when the session's interpreter, and so its namespace, lives on after this
+   * call (also after a cell that ran into its time limit and stopped when interrupted); false when it was
+   * killed (the next call starts afresh and says `sessionReset`).
+   */
+  sessionKept?: boolean;
 }
 
 /** Per-call limits with every field resolved. */
@@ -54,7 +70,7 @@ export type IsolationMode = 'auto' | 'bwrap' | 'none';
 
 /** Options of {@link SandboxPool}. */
 export interface SandboxPoolOptions {
-  /** Number of zygotes (default: twice the CPU count, at least 4). */
+  /** Number of lean zygotes, the ones every program without scipy runs on (default: twice the CPU count, at least 4). */
   workers?: number;
   /** Python binary (default: env RSTAR_PYTHON, else `<repoRoot>/.venv/bin/python`, else `python3`). */
   python?: string;
@@ -71,6 +87,11 @@ export interface SandboxPoolOptions {
   sessionIdleS?: number;
   /** Tasks per call: processes, threads and unreaped zombies (cgroup pids.max, default 256). */
   pidsMax?: number;
+  /**
+   * scipy zygotes, on top of `workers`: they also import scipy's submodules before forking, and every
+   * program that mentions scipy runs on one (default 1; 0 = none: such programs run on the lean ones).
+   */
+  scipyWorkers?: number;
   /** Called with human-readable warnings (default: console.warn). */
   onWarning?: (message: string) => void;
 }
@@ -82,7 +103,8 @@ export interface SandboxHealth {
   /** Set when isolation is weaker than asked for or than the design expects. */
   warnings: string[];
   cgroup: 'v1' | 'v2' | 'none';
-  workers: { total: number; ready: number; busy: number; restarts: number };
+  /** `total` zygotes, `scipy` of them the scipy zygotes (SandboxPoolOptions.scipyWorkers). */
+  workers: { total: number; scipy: number; ready: number; busy: number; restarts: number };
   queueDepth: number;
   queueLimit: number;
   activeSessions: number;

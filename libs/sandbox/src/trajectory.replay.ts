@@ -3,8 +3,11 @@ import { resolve } from 'node:path';
 import { REPO_ROOT } from './python.resolver';
 import type { ExecResult } from './sandbox.types';
 
-/** Default location of the recorded trajectories (../shared/trajectories from the repo root). */
-export const DEFAULT_TRAJECTORY_DIR = resolve(REPO_ROOT, '../shared/trajectories');
+/**
+ * Default location of the recorded trajectories: env RSTAR_TRAJECTORY_DIR, else ../shared/trajectories
+ * from the repo root (a checkout elsewhere than beside shared/ names it with the variable).
+ */
+export const DEFAULT_TRAJECTORY_DIR = process.env.RSTAR_TRAJECTORY_DIR || resolve(REPO_ROOT, '../shared/trajectories');
 
 /** One recorded trajectory reduced to what a replay needs. */
 export interface RecordedTrajectory {

@@ -1,5 +1,5 @@
 /**
- * The byte framing between the pool and a zygote (libs/sandbox/python/zygote.py, module doc). Program,
+ * The byte framing between the pool and a zygote (libs/sandbox/python/rstar_zygote/frames.py). Program,
  * stdin and output travel as raw bytes beside a JSON header, never inside it, so the zygote can keep
  * them in mappings it unmaps after the call instead of parsing them onto its heap (where every later
  * call's fork would inherit them).

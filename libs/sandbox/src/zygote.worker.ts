@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { CgroupManager, type CgroupLeaf, type WorkerCgroups } from './cgroup.manager';
+import { ZYGOTE_PACKAGE } from './python.resolver';
 import { WorkerStartError } from './sandbox.errors';
 import { encodeRequest, FrameReader, type ZygoteFrame } from './zygote.frames';
 
@@ -8,7 +9,8 @@ export interface ZygoteSpec {
   index: number;
   python: string;
   pythonRoots: string[];
-  zygoteHostPath: string;
+  /** Host directory holding the `rstar_zygote` package. */
+  zygoteRoot: string;
   bwrap: boolean;
   cgroups: WorkerCgroups | null;
   /** Unprivileged uid the call children switch to (null: no privilege to drop). */
@@ -18,6 +20,8 @@ export interface ZygoteSpec {
   sessionCap: number;
   sessionIdleS: number;
   pidsMax: number;
+  /** Submodules this zygote imports before forking (e.g. `scipy.stats`); empty = the base stack only. */
+  warmModules: string[];
   env: (workRoot: string) => Record<string, string>;
   hostWorkRoot: string;
 }
@@ -32,7 +36,7 @@ export class WorkerDiedError extends Error {
 }
 
 /**
- * One zygote process (libs/sandbox/python/zygote.py), optionally inside bubblewrap, placed in its
+ * One zygote process (`python -m rstar_zygote`, libs/sandbox/python/rstar_zygote), optionally inside bubblewrap, placed in its
  * cgroup leaf before it starts (a shell writes its own pid to `cgroup.procs`, then `exec`s, so nothing
  * it forks escapes the leaf). One request at a time, framed by zygote.frames.ts.
  */
@@ -65,7 +69,7 @@ export class ZygoteWorker {
     let argv: string[];
     let call: CgroupLeaf | null = s.cgroups?.call ?? null;
     let sessions: CgroupLeaf[] = s.cgroups?.sessions ?? [];
-    let zygotePath = s.zygoteHostPath;
+    const cwd = s.zygoteRoot;
     const cfg = (c: CgroupLeaf | null, ss: CgroupLeaf[]) =>
       JSON.stringify({
         workRoot,
@@ -77,23 +81,23 @@ export class ZygoteWorker {
         sessionIdleS: s.sessionIdleS,
         wipeDirs: s.bwrap ? ['/tmp', '/var/tmp', '/dev/shm'] : [],
         pidsMax: s.pidsMax,
+        warmModules: s.warmModules,
       });
     if (s.bwrap) {
       const { bwrapArgs } = await import('./bwrap.args');
-      const b = bwrapArgs({ pythonRoots: s.pythonRoots, zygoteHostPath: s.zygoteHostPath, env, call, sessions });
+      const b = bwrapArgs({ pythonRoots: s.pythonRoots, zygoteRoot: s.zygoteRoot, env, call, sessions });
       call = b.inner.call;
       sessions = b.inner.sessions;
-      zygotePath = b.zygotePath;
-      argv = ['bwrap', ...b.args, '--setenv', 'RSTAR_ZYGOTE_CONFIG', cfg(call, sessions), s.python, zygotePath];
+      argv = ['bwrap', ...b.args, '--setenv', 'RSTAR_ZYGOTE_CONFIG', cfg(call, sessions), s.python, '-m', ZYGOTE_PACKAGE];
     } else {
-      argv = [s.python, zygotePath];
+      argv = [s.python, '-m', ZYGOTE_PACKAGE];
       env.RSTAR_ZYGOTE_CONFIG = cfg(call, sessions);
     }
     const procs = s.cgroups ? CgroupManager.procsFiles(s.cgroups.zygote) : [];
     const proc = spawn(
       '/bin/sh',
       ['-c', 'for f in $RSTAR_CG_PROCS; do echo $$ > "$f" || exit 97; done; exec "$@"', 'rstar-zygote', ...argv],
-      { env: { ...env, RSTAR_CG_PROCS: procs.join(' ') }, stdio: ['pipe', 'pipe', 'pipe'], detached: true },
+      { env: { ...env, RSTAR_CG_PROCS: procs.join(' ') }, cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true },
     );
     this.proc = proc;
     proc.stdin!.on('error', () => undefined);

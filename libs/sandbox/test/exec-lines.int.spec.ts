@@ -39,10 +39,10 @@ describe('rstar exec runner', () => {
     expect(out[4]!.stderr).toMatch(/id: is required/);
     expect(out[5]!.stderr).toMatch(/timeoutMs/);
     expect(out[6]!.stderr).toMatch(/colour: unknown field/);
-    for (const i of [2, 3, 4, 5, 6]) expect(out[i]!.status).toBe('sandbox_error');
+    for (const i of [2, 3, 4, 5, 6]) expect(out[i]!.status).toBe('invalid_request');
     expect(out[8]).toMatchObject({ status: 'ok', stdout: '42\n', sessionReset: false });
     expect(out[9]).toMatchObject({ status: 'ok', stdout: 'cba\n' });
-    expect(counts).toEqual({ ok: 5, sandbox_error: 5 });
+    expect(counts).toEqual({ ok: 5, invalid_request: 5 });
     expect({ invalid, total }).toEqual({ invalid: 5, total: 10 });
     for (const i of [2, 3, 4, 5, 6]) expect(out[i]!.stderr).toMatch(/^invalid request: line \d+: /);
     expect(Object.keys(out[0]!).sort()).toEqual(['cpuMs', 'exitCode', 'id', 'signal', 'status', 'stderr', 'stdout', 'truncated', 'wallMs']);
@@ -58,6 +58,6 @@ describe('rstar exec runner', () => {
     const summary = await runExecLines(linesOf(input), pool, { concurrency: 2 }, (l) => out.push(l));
     expect(out[0]!.stderr).toMatch(/^invalid request: line 1: memoryMb: must be > 0/);
     expect(out.slice(1).map((l) => l.status)).toEqual(['runtime_error', 'runtime_error']);
-    expect(summary).toEqual({ counts: { sandbox_error: 1, runtime_error: 2 }, total: 3, invalid: 1 });
+    expect(summary).toEqual({ counts: { invalid_request: 1, runtime_error: 2 }, total: 3, invalid: 1 });
   });
 });

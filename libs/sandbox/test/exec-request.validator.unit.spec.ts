@@ -5,7 +5,7 @@ const resolve = (raw: unknown) => resolveRequest(raw, DEFAULT_LIMITS, DEFAULT_MA
 
 describe('resolveRequest', () => {
   it('fills PROTOCOL §3 defaults', () => {
-    expect(resolve({ code: 'print(1)' })).toEqual({ code: 'print(1)', input: '', session: null, timeoutMs: 4000, memoryMb: 384, outputChars: 1000 });
+    expect(resolve({ code: 'print(1)' })).toEqual({ code: 'print(1)', input: '', session: null, echo: true, timeoutMs: 4000, memoryMb: 384, outputChars: 1000 });
   });
 
   it('clamps huge and infinite limits to the maximum and tiny memory up to the minimum', () => {
@@ -16,6 +16,7 @@ describe('resolveRequest', () => {
   });
 
   it.each([
+    [{ code: 'x', echo: 'yes' }, 'echo'],
     [{ code: 'x', timeoutMs: 0 }, 'timeoutMs'],
     [{ code: 'x', timeoutMs: -1 }, 'timeoutMs'],
     [{ code: 'x', timeoutMs: NaN }, 'timeoutMs'],

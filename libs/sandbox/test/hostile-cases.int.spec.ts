@@ -24,6 +24,15 @@ const CASES: Record<string, Case> = Object.fromEntries(
     .map((c) => [c.id, c]),
 );
 const LIMIT = 2000;
+/**
+ * How far past its limit a timed-out call may end here. Killing a call's whole tree and reaping it
+ * takes milliseconds on an idle host but seconds on a loaded shared 2-core one (H10's 33 spinning
+ * processes once took 2,760 ms for a 2,000 ms limit). It stays well below the pool's backstop (limit +
+ * 10 s, which kills and restarts the zygote: H10 checks no restart happened), so a wall time under it
+ * still proves the zygote's own limit ended the call. The tight figure is measured by `pnpm bench
+ * sandbox` (`timeout_overrun_ms`), not asserted.
+ */
+const KILL_MARGIN_MS = 4_000;
 /** Server maximum in this suite (clamping target); also the limit of the slowest legitimate cases. */
 const MAX = 10_000;
 /** Split a multi-call case at its `# === call N ... ===` markers. */
@@ -57,10 +66,10 @@ describe('hostile cases', () => {
     expect(Object.keys(CASES).length).toBe(30);
   });
 
-  it('H01 cpu loop: timeout within 1.2x, whole tree killed, other calls unaffected', async () => {
+  it('H01 cpu loop: timeout from the zygote, whole tree killed, other calls unaffected', async () => {
     const [loop, other] = await Promise.all([run(CASES.H01!.code), run('print(sum(range(10)))')]);
     expect(loop.status).toBe('timeout');
-    expect(loop.wallMs).toBeLessThanOrEqual(LIMIT * 1.2 + 100);
+    expect(loop.wallMs).toBeLessThanOrEqual(LIMIT + KILL_MARGIN_MS);
     expect(loop.signal).toBe('SIGKILL');
     expect(other).toMatchObject({ status: 'ok', stdout: '45\n' });
     expect(await noLeftovers()).toBe(true);
@@ -70,7 +79,7 @@ describe('hostile cases', () => {
     const r = await run(CASES.H02!.code);
     expect(r.status).toBe('timeout');
     expect(r.wallMs).toBeGreaterThanOrEqual(LIMIT);
-    expect(r.wallMs).toBeLessThanOrEqual(LIMIT * 1.2 + 100);
+    expect(r.wallMs).toBeLessThanOrEqual(LIMIT + KILL_MARGIN_MS);
     expect(r.cpuMs).toBeLessThan(LIMIT / 4);
     expect(r.stdout).toBe('');
   });
@@ -78,14 +87,14 @@ describe('hostile cases', () => {
   it('H04 ignored signals: SIGKILL from outside still ends it', async () => {
     const r = await run(CASES.H04!.code);
     expect(r.status).toBe('timeout');
-    expect(r.wallMs).toBeLessThanOrEqual(LIMIT * 1.2 + 1000);
+    expect(r.wallMs).toBeLessThanOrEqual(LIMIT + KILL_MARGIN_MS);
     expect(await noLeftovers()).toBe(true);
   });
 
   it('H05 uninterruptible C call: killed at the limit', async () => {
     const r = await run(CASES.H05!.code);
     expect(r.status).toBe('timeout');
-    expect(r.wallMs).toBeLessThanOrEqual(LIMIT * 1.2 + 100);
+    expect(r.wallMs).toBeLessThanOrEqual(LIMIT + KILL_MARGIN_MS);
   });
 
   it('H05 in a session: the interpreter is killed and the result says state was lost', async () => {
@@ -193,9 +202,13 @@ describe('hostile cases', () => {
   });
 
   it('H10 process pool of spinners: timeout from the service, all workers killed', async () => {
+    const restarts = pool.health().workers.restarts;
     const r = await run(CASES.H10!.code);
     expect(r.status, r.stderr).toBe('timeout');
-    expect(r.wallMs).toBeLessThanOrEqual(LIMIT * 1.2 + 100);
+    expect(r.signal).toBe('SIGKILL');
+    expect(r.wallMs).toBeGreaterThanOrEqual(LIMIT);
+    expect(r.wallMs).toBeLessThanOrEqual(LIMIT + KILL_MARGIN_MS);
+    expect(pool.health().workers.restarts, 'the zygote ended the call, not the backstop').toBe(restarts);
     expect(await noLeftovers()).toBe(true);
   });
 
@@ -255,7 +268,8 @@ describe('hostile cases', () => {
     const full = Array.from({ length: 100_000 }, (_, i) => `${i}\n`).join('');
     const code = 'import sys\nfor i in range(100000):\n    print(i)\n    print(i, file=sys.stderr)';
     for (const [cap, session] of [[1000, undefined], [97, undefined], [1000, 'cap-session']] as const) {
-      const r = await run(code, { outputChars: cap, session });
+      // 200,000 unbuffered writes: well under a second idle, several on a loaded host; the limit is not what is tested.
+      const r = await run(code, { outputChars: cap, session, timeoutMs: MAX });
       const marker = `\n...[output truncated: ${full.length} bytes in total]...\n`;
       const keep = cap - marker.length;
       const t = Math.floor(keep / 2);
@@ -323,7 +337,7 @@ describe('hostile cases', () => {
     const [c1, c2] = calls(CASES.H29!.code);
     const r1 = await run(c1!, { session: 'h29' });
     expect(r1).toMatchObject({ status: 'timeout', sessionReset: true });
-    expect(r1.wallMs).toBeLessThanOrEqual(LIMIT * 1.2 + 1000);
+    expect(r1.wallMs).toBeLessThanOrEqual(LIMIT + KILL_MARGIN_MS);
     const r2 = await run(c2!, { session: 'h29' });
     expect(r2).toMatchObject({ status: 'ok', stdout: 'next call runs False\n', sessionReset: true });
     const r3 = await run('print("kept")', { session: 'h29' });
@@ -386,12 +400,12 @@ describe('hostile cases', () => {
     const code = CASES.H42!.code;
     for (const timeoutMs of [0, -1]) {
       const r = await pool.execute({ code, timeoutMs });
-      expect(r.status).toBe('sandbox_error');
+      expect(r.status).toBe('invalid_request');
       expect(r.stderr).toMatch(/timeoutMs/);
     }
     for (const memoryMb of [0, -1]) {
       const r = await pool.execute({ code, memoryMb });
-      expect(r.status).toBe('sandbox_error');
+      expect(r.status).toBe('invalid_request');
       expect(r.stderr).toMatch(/memoryMb/);
     }
     const clamped = await Promise.all([
@@ -400,9 +414,9 @@ describe('hostile cases', () => {
       pool.execute({ code, memoryMb: 1, timeoutMs: 500 }),
     ]);
     for (const r of clamped) expect(r.status).toBe('timeout');
-    expect(clamped[0]!.wallMs).toBeLessThanOrEqual(MAX * 1.2 + 100);
+    expect(clamped[0]!.wallMs).toBeLessThanOrEqual(MAX + KILL_MARGIN_MS);
     const bad = await pool.execute({ code: 42 } as never);
-    expect(bad.status).toBe('sandbox_error');
+    expect(bad.status).toBe('invalid_request');
     expect(bad.stderr).toMatch(/code/);
   });
 
@@ -443,8 +457,8 @@ describe('hostile cases', () => {
     expect((await run('import sys; sys.exit(3)')).exitCode).toBe(3);
   });
 
-  it('headless matplotlib works', async () => {
-    const r = await run('import matplotlib.pyplot as plt\nplt.plot([1,2],[3,4])\nplt.savefig("p.png")\nimport os\nprint(os.path.getsize("p.png") > 0)', { timeoutMs: 3000 });
-    expect(r).toMatchObject({ status: 'ok', stdout: 'True\n' });
+  it('headless matplotlib works, warm and silent (no font-cache rebuild or config-dir warning on stderr)', async () => {
+    const r = await run('import matplotlib.pyplot as plt\nplt.plot([1,2],[3,4])\nplt.savefig("p.png")\nimport os\nprint(os.path.getsize("p.png") > 0)', { timeoutMs: MAX });
+    expect(r).toMatchObject({ status: 'ok', stdout: 'True\n', stderr: '' });
   });
 });

@@ -120,7 +120,7 @@ describe('isolation between calls of one zygote', () => {
   it('input that is not valid Unicode is refused naming the field, as often as it comes', async () => {
     for (let i = 0; i < 50; i++) {
       const r = await pool.execute({ code: 'print(1)', input: 'a\udfffb' });
-      expect(r.status).toBe('sandbox_error');
+      expect(r.status).toBe('invalid_request');
       expect(r.stderr).toMatch(/input.*lone UTF-16 surrogate.*index 1/);
     }
     expect((await pool.execute({ code: 'print(1)', input: '\ud800' })).stderr).toMatch(/input/);

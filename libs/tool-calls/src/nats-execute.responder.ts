@@ -1,5 +1,6 @@
 import type { connect } from '@nats-io/transport-node';
-import { type ExecResult, type SandboxPool, poolResult } from '@rstar/sandbox';
+import type { ExecResult, SandboxPool } from '@rstar/sandbox';
+import { INVALID_REQUEST_PREFIX, poolResult } from '@rstar/sandbox';
 import { executeMeasured, type ToolExecutionMetrics } from './tool-execution.metrics';
 
 type NatsConnection = Awaited<ReturnType<typeof connect>>;
@@ -18,7 +19,7 @@ export const TOOL_EXECUTE_QUEUE = 'tool-execution';
 /**
  * Core-NATS request/reply `tool.execute` (queue group: instances share requests). Request body: an
  * `ExecRequest` as JSON; reply: the `ExecResult` as JSON. A body that is not JSON gets a
- * `sandbox_error` naming the problem; nothing a client sends can crash the responder.
+ * `invalid_request` result naming the problem; nothing a client sends can crash the responder.
  */
 export class NatsExecuteResponder {
   private sub: NatsSubscription | null = null;
@@ -44,7 +45,7 @@ export class NatsExecuteResponder {
               ? await executeMeasured(this.pool, this.opts.metrics, req as never)
               : await this.pool.execute(req as never);
           } catch (e) {
-            result = poolResult('sandbox_error', `invalid request: body must be a JSON object like {"code": "print(1)"} (${(e as Error).message})`);
+            result = poolResult('invalid_request', `${INVALID_REQUEST_PREFIX}body must be a JSON object like {"code": "print(1)"} (${(e as Error).message})`);
           }
           if (msg.reply) msg.respond(JSON.stringify(result));
         })().catch(() => undefined);

@@ -76,6 +76,7 @@ export class ToolExecutionHandler {
           cpuMs: r.cpuMs,
           truncated: r.truncated,
           sessionReset: r.sessionReset ?? false,
+          ...(r.sessionKept === undefined ? {} : { sessionKept: r.sessionKept }),
         },
       }),
     );

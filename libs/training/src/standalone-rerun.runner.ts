@@ -37,7 +37,7 @@ export interface StandaloneRerunResult {
 }
 
 /**
- * `rstar replay rerun RUN --step N` without running services (issue 8 §4, standalone): builds the rerun
+ * `rstar replay rerun RUN --step N` without running services (standalone): builds the rerun
  * plan ({@link rerunStep}: the step's StepStarted and RolloutRequested under a new run id, `rerunOf`
  * linking the original), starts the rollout path in this process exactly as `rstar train` wires it
  * ({@link startRolloutServices}) with the built-in engine serving the checkpoint of the step's policy

@@ -3,4 +3,4 @@ import { runService } from '@rstar/nest-runtime';
 import { OptimizationModule } from './optimization.module';
 
 /** optimization: settings in optimization.config.ts; port 3005 by default. */
-void runService(OptimizationModule.forRoot(), 'optimization');
+void runService(() => OptimizationModule.forRoot(), 'optimization');

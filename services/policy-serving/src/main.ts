@@ -3,4 +3,4 @@ import { runService } from '@rstar/nest-runtime';
 import { PolicyServingModule } from './policy-serving.module';
 
 /** policy-serving: settings in policy-serving.config.ts; port 3001 by default. */
-void runService(PolicyServingModule.forRoot(), 'policy-serving');
+void runService(() => PolicyServingModule.forRoot(), 'policy-serving');

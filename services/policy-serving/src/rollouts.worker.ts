@@ -37,7 +37,7 @@ export class RolloutsWorker extends BackgroundWorker {
   }
 
   protected details(): Record<string, unknown> {
-    return this.handler ? { policyVersion: this.handler.policyVersion, durables: this.handler.durables } : {};
+    return this.handler ? { policyVersion: this.handler.policyVersion, activeRollouts: this.handler.activeRollouts, durables: this.handler.durables } : {};
   }
 
   protected async launch(): Promise<Stoppable> {

@@ -3,4 +3,4 @@ import { runService } from '@rstar/nest-runtime';
 import { RewardGradingModule } from './reward-grading.module';
 
 /** reward-grading: settings in reward-grading.config.ts; port 3003 by default. */
-void runService(RewardGradingModule.forRoot(), 'reward-grading');
+void runService(() => RewardGradingModule.forRoot(), 'reward-grading');

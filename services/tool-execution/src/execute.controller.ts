@@ -33,7 +33,7 @@ export class ExecuteController {
       resolveRequest(body, h.defaults, { ...DEFAULT_MAXIMA, ...h.maxima });
     } catch (e) {
       if (e instanceof InvalidRequestError)
-        throw new HttpException({ status: 'sandbox_error', code: e.code, field: e.field, message: e.message }, 400);
+        throw new HttpException({ status: 'invalid_request', code: e.code, field: e.field, message: e.message }, 400);
       throw e;
     }
     const r = await executeMeasured(this.pool, this.metrics, body as never);
@@ -49,10 +49,10 @@ export class ExecuteController {
   async batch(@Body() body: unknown): Promise<{ results: ExecResult[] }> {
     const requests = (body as { requests?: unknown } | null)?.requests;
     if (!Array.isArray(requests))
-      throw new HttpException({ status: 'sandbox_error', field: 'requests', message: 'requests: must be an array of ExecRequest objects' }, 400);
+      throw new HttpException({ status: 'invalid_request', field: 'requests', message: 'requests: must be an array of ExecRequest objects' }, 400);
     if (requests.length > MAX_BATCH)
-      throw new HttpException({ status: 'sandbox_error', field: 'requests', message: `requests: at most ${MAX_BATCH} per batch` }, 400);
-    // Invalid items get their own sandbox_error result; the rest run.
+      throw new HttpException({ status: 'invalid_request', field: 'requests', message: `requests: at most ${MAX_BATCH} per batch` }, 400);
+    // Invalid items get their own invalid_request result; the rest run.
     const results = await Promise.all(requests.map((r) => executeMeasured(this.pool, this.metrics, r as never)));
     return { results };
   }

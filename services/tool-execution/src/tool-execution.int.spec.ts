@@ -61,13 +61,14 @@ describe('tool-execution service', () => {
     expect(bad.body.field).toBe('code');
     const clamped = await post('/v1/execute', { code: 'import time; time.sleep(3600)', timeoutMs: 1e9 });
     expect(clamped.body.status).toBe('timeout');
-    expect(clamped.body.wallMs).toBeLessThan(3000 * 1.2 + 100);
+    // Clamped to the 3 s maximum, not run for 1e9 ms (a loaded host may take seconds to kill the call).
+    expect(clamped.body.wallMs).toBeLessThan(3000 + 4000);
   });
 
-  it('POST /v1/execute/batch answers in order; invalid items get sandbox_error', async () => {
+  it('POST /v1/execute/batch answers in order; invalid items get invalid_request', async () => {
     const r = await post('/v1/execute/batch', { requests: [{ code: 'print(1)' }, { code: 5 }, { code: 'print(3)' }] });
     expect(r.status).toBe(200);
-    expect(r.body.results.map((x: any) => x.status)).toEqual(['ok', 'sandbox_error', 'ok']);
+    expect(r.body.results.map((x: any) => x.status)).toEqual(['ok', 'invalid_request', 'ok']);
     expect(r.body.results[2].stdout).toBe('3\n');
     expect(r.body.results[1].stderr).toMatch(/code/);
   });
@@ -102,7 +103,7 @@ describe('tool-execution service', () => {
       const reply = await nc.request(SUBJECT, JSON.stringify({ code: 'print(6*7)' }), { timeout: 10_000 });
       expect(JSON.parse(reply.string())).toMatchObject({ status: 'ok', stdout: '42\n' });
       const bad = await nc.request(SUBJECT, 'not json', { timeout: 10_000 });
-      expect(JSON.parse(bad.string()).status).toBe('sandbox_error');
+      expect(JSON.parse(bad.string()).status).toBe('invalid_request');
     } finally {
       await nc.close();
     }

@@ -1,12 +1,15 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { BusModule, HealthModule, MetricsModule, parseServiceEnv, ServiceConfigModule } from '@rstar/nest-runtime';
+import { CodeJudgeController } from './code-judge.controller';
 import { ExecuteController } from './execute.controller';
+import { SandboxFusionController } from './sandbox-fusion.controller';
 import { sandboxProviders } from './sandbox-pool.provider';
 import { ToolCallsWorker } from './tool-calls.worker';
 import { toolExecutionEnv } from './tool-execution.config';
 
 /**
- * tool-execution: the sandbox pool behind HTTP (`/v1/execute`, `/v1/execute/batch`), and, unless
+ * tool-execution: the sandbox pool behind HTTP (`/v1/execute`, `/v1/execute/batch`, and the drop-in
+ * SandboxFusion `/run_code` and code-judge `/run`, `/run/batch`, `/run/long-batch`), and, unless
  * `RSTAR_NATS_URL=off`, behind NATS (`ToolCallRequested` -> `ToolCallCompleted`, `tool.execute`
  * request/reply). `env` defaults to `process.env`.
  */
@@ -22,7 +25,7 @@ export class ToolExecutionModule {
         MetricsModule,
         ...(busOn ? [BusModule.forRootAsync()] : []),
       ],
-      controllers: [ExecuteController],
+      controllers: [ExecuteController, SandboxFusionController, CodeJudgeController],
       providers: [...sandboxProviders, ...(busOn ? [ToolCallsWorker] : [])],
     };
   }

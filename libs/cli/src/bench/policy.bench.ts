@@ -30,7 +30,7 @@ function trainRate(model: PolicyModel, traces: SftTrace[], steps: number): numbe
 
 /**
  * `pnpm bench policy [--steps N] [--new-tokens N]`: training and sampling throughput of the default built-in
- * model (issue 5), batch 32. Baselines in the same run: training with tfjs's own matMul gradient instead of the
+ * model, batch 32. Baselines in the same run: training with tfjs's own matMul gradient instead of the
  * custom linear gradient, and sampling by recomputing the full forward pass per token (no KV cache).
  */
 export async function run(args: string[]): Promise<object> {

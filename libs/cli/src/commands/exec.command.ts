@@ -11,7 +11,7 @@ import { assertReadableFile } from '../input-file';
 export const EXEC_EXIT = {
   /** Every input line was a valid request and was run. */
   ok: 0,
-  /** At least one line was not a valid request (its result line is a `sandbox_error` naming the field); the others ran. */
+  /** At least one line was not a valid request (its result line is an `invalid_request` naming the field); the others ran. */
   invalidLines: 1,
   /** Usage error (bad option or argument, missing input file, malformed --remote URL): nothing ran. */
   usage: 2,
@@ -27,7 +27,7 @@ class SandboxUnavailableError extends Error {
 const EXIT_HELP = `
 Exit codes:
   0  every line was a valid request and ran (whatever the programs did: see each line's status)
-  1  some lines were not valid requests (their result is a sandbox_error naming the field); the rest ran
+  1  some lines were not valid requests (their result is an invalid_request naming the field); the rest ran
   2  usage error (bad option or argument, missing input file, malformed --remote URL); nothing ran
   3  the sandbox could not be used (pool failed to start, --remote unreachable); nothing ran`;
 

@@ -96,7 +96,7 @@ function sources(cmd: Command): Command {
 }
 
 /**
- * `rstar replay show|verify|rerun RUN`: rebuild a recorded run from its events (issue 8).
+ * `rstar replay show|verify|rerun RUN`: rebuild a recorded run from its events.
  * - `show RUN [--step N] [--group ID] [--rollout ID] [--json]`: run summary and step table; a step's
  *   group table; a group's table; a rollout's transcript (turns, tool calls with code and output, reward
  *   and grader rule).

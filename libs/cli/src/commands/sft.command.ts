@@ -10,8 +10,8 @@ const int = (v: string | undefined, flag: string): number | undefined => {
 };
 
 /**
- * `rstar sft --preset tiny [--steps N] [--out DIR]`: the non-reasoning SFT stage of the built-in policy
- * (issue 5). Builds traces by executing the task family's programs in the sandbox, trains, writes the
+ * `rstar sft --preset tiny [--steps N] [--out DIR]`: the non-reasoning SFT stage of the built-in policy.
+ * Builds traces by executing the task family's programs in the sandbox, trains, writes the
  * checkpoint, and prints held-out tool-format accuracy and the correct-answer rate with real tool execution.
  * Progress bar on a TTY, plain log lines otherwise.
  */

@@ -6,6 +6,7 @@ import { PolicyModel } from '@rstar/policy';
 import { SglangAdapter } from '../sglang.adapter';
 import { VllmAdapter } from '../vllm.adapter';
 import { startBuiltinEngine, type BuiltinEngine } from './builtin-engine.server';
+import { until } from '@rstar/testing';
 
 const CFG = { layers: 1, dModel: 16, heads: 2, context: 64, ffMult: 2 };
 const CAPACITY = 100;
@@ -16,14 +17,6 @@ async function post(url: string, body: unknown): Promise<{ status: number; json:
   return { status: r.status, json: text ? JSON.parse(text) : null };
 }
 
-/** Poll a condition (never a fixed sleep). */
-async function until(cond: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 2000; i++) {
-    if (cond()) return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 describe('built-in engine over real HTTP (SGLang + vLLM shapes)', () => {
   let eng: BuiltinEngine;

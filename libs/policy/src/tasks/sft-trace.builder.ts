@@ -41,7 +41,7 @@ export function answerTurn(answer: string): string {
 /**
  * Build the rStar2-format SFT trace of a task (the "non-reasoning SFT" stage at miniature scale): prompt,
  * reason + one `<tool_call>`, the tool response of the REAL execution `result` (PROTOCOL §3 text), then the
- * answer. With `failed` (issue 7), the first call is the buggy program, its real error output is the first
+ * answer. With `failed`, the first call is the buggy program, its real error output is the first
  * tool response, and a {@link recoveryTurn} with the reference program follows: a trace that errs and
  * recovers, the kind of correct-but-noisy trajectory GRPO-RoC down-samples (rStar2-Agent §3).
  * Segments are tokenised separately, as the agent loop does.
@@ -72,8 +72,8 @@ export function buildSftTrace(task: Task, result: ExecResult, tokenizer: Tokeniz
 }
 
 /**
- * Build the SFT trace of a task whose ONE tool call prints the correct result and then fails (issue 7,
- * kind `trailing-check`): prompt, reason + the noisy call, its REAL tool response (stdout with the answer,
+ * Build the SFT trace of a task whose ONE tool call prints the correct result and then fails
+ * (kind `trailing-check`): prompt, reason + the noisy call, its REAL tool response (stdout with the answer,
  * then the traceback), then the answer copied from stdout. Erroneous (status not `ok`, PROTOCOL §3) yet
  * correct: the trajectory GRPO-RoC down-samples among positive rollouts and plain GRPO reinforces as much
  * as a clean one (rStar2-Agent §3), with no recovery turn for a tiny policy to get wrong.

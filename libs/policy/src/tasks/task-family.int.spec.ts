@@ -54,7 +54,7 @@ describe('task family, SFT traces and runSft (real Python sandbox)', () => {
     expect(() => buildSftTrace(task, { status: 'ok', stdout: '1\n', stderr: '', exitCode: 0, signal: null, wallMs: 1, cpuMs: 1, truncated: false }, tok)).toThrow(/expected/);
   });
 
-  it('builds err-and-recover traces: a failing call with its REAL sandbox error, the corrected call, the answer (issue 7)', async () => {
+  it('builds err-and-recover traces: a failing call with its REAL sandbox error, the corrected call, the answer', async () => {
     const tok = new Tokenizer(toolErrorTokenizerSpec());
     const exec = sandboxExecutor(pool);
     const tasks = generateTasks({ seed: 21, n: 24 });
@@ -88,7 +88,7 @@ describe('task family, SFT traces and runSft (real Python sandbox)', () => {
     expect(() => buildSftTrace(task, ok, tok, { code: task.code, result: ok })).toThrow(/needs a call that fails/);
   });
 
-  it('builds noisy-but-correct traces: ONE call prints the answer then fails (runtime_error), the answer comes from its stdout (issue 7)', async () => {
+  it('builds noisy-but-correct traces: ONE call prints the answer then fails (runtime_error), the answer comes from its stdout', async () => {
     const tok = new Tokenizer(toolErrorTokenizerSpec());
     const exec = sandboxExecutor(pool);
     const tasks = generateTasks({ seed: 22, n: 12 });

@@ -65,7 +65,7 @@ function makeTask(kind: TaskKind, rng: Rng): Omit<Task, 'id'> {
 }
 
 /**
- * Seeded generator of the task family (issue 5): `n` problems cycling through `kinds` (default all), each
+ * Seeded generator of the task family: `n` problems cycling through `kinds` (default all), each
  * with its gold integer answer. The same `{seed, n, kinds}` gives the same list; ids are `<kind>-<seed>-<i>`.
  * Use disjoint seeds for training and held-out sets.
  */

@@ -4,7 +4,7 @@ import { Tokenizer, type TokenizerSpec } from '../tokenizer';
 import type { Task } from './task.generator';
 
 /**
- * The realistic mistakes an SFT trace may make (issue 7). The first three fail before printing and the trace
+ * The realistic mistakes an SFT trace may make. The first three fail before printing and the trace
  * recovers with a corrected call: a wrong variable (NameError), a forgotten `import math` (NameError), an
  * unclosed parenthesis (SyntaxError). `trailing-check` prints the correct result and THEN fails on a
  * leftover check of an undefined name (`; print(check)`, NameError): status `runtime_error` (erroneous,

@@ -3,7 +3,7 @@ import { Tokenizer } from '../tokenizer';
 import { generateTasks } from './task.generator';
 import { TOOL_ERROR_PHRASE_TOKENS, failingCode, planToolErrors, recovers, toolErrorTokenizerSpec } from './tool-error.variants';
 
-describe('tool-error variants of the task family (issue 7)', () => {
+describe('tool-error variants of the task family', () => {
   const tasks = generateTasks({ seed: 11, n: 600 });
 
   it('given rate 0, when planning, then no trace errs (the default SFT data is unchanged)', () => {
