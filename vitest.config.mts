@@ -8,7 +8,7 @@ const paths: Record<string, string[]> = JSON.parse(
   readFileSync(resolve(import.meta.dirname, 'tsconfig.base.json'), 'utf8'),
 ).compilerOptions.paths;
 const alias = Object.fromEntries(Object.entries(paths).map(([k, v]) => [k, resolve(import.meta.dirname, v[0])]));
-const roots = ['libs', 'services', 'test'];
+const roots = ['apps', 'libs', 'services', 'test'];
 
 export default defineConfig({
   // swc keeps decorator metadata for NestJS; esbuild (vite's default) drops it.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the system packages rstar needs (Debian/Ubuntu, as root): Postgres, NATS, bubblewrap, and for
+# Installs the system packages rstar needs (Debian/Ubuntu, as root): Postgres, NATS, bubblewrap; for
 # the tracing and Kafka export tests Java 17 + Maven (Kafka's jars) and curl + unzip (a Go toolchain to
-# build Jaeger, see install-jaeger.sh).
+# build Jaeger, see install-jaeger.sh); and Debian's chromium for the dashboard's browser tests
+# (playwright-core drives it; nothing is downloaded by the tests themselves).
 set -euo pipefail
 need=()
 command -v bwrap >/dev/null || need+=(bubblewrap)
@@ -11,6 +12,7 @@ command -v java >/dev/null || need+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || need+=(maven)
 command -v curl >/dev/null || need+=(curl)
 command -v unzip >/dev/null || need+=(unzip)
+[ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then echo "install.sh: need root to apt-get install ${need[*]}" >&2; exit 1; fi
   apt-get update -qq
@@ -20,4 +22,4 @@ fi
 if command -v pg_ctlcluster >/dev/null && pg_lsclusters -h 2>/dev/null | grep -q online; then
   pg_lsclusters -h | awk '$4=="online"{print $1, $2}' | while read -r v c; do pg_ctlcluster "$v" "$c" stop || true; done
 fi
-echo "install.sh: bubblewrap, nats-server, postgresql, java, maven, curl and unzip present"
+echo "install.sh: bubblewrap, nats-server, postgresql, java, maven, curl, unzip and chromium present"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One-time setup of a fresh machine (Debian/Ubuntu, as root, or with the system packages already present):
-# system packages (Postgres, NATS, bubblewrap, Java, Maven), pnpm + node modules, the sandbox's Python venv
-# (.venv), the infrastructure tests' tools (.tools: hadolint, kustomize), and Kafka's jars and a Jaeger
-# binary under $RSTAR_TOOLS_DIR (the tracing and export tests).
+# system packages (Postgres, NATS, bubblewrap, Java, Maven, chromium), pnpm + node modules, the sandbox's
+# Python venv (.venv), the infrastructure tests' tools (.tools: hadolint, kustomize), Kafka's jars and a
+# Jaeger binary under $RSTAR_TOOLS_DIR (the tracing and export tests), the tracker tests' venv
+# (.venv-trackers: mlflow, wandb) and the trainer worker's (workers/.venv).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
@@ -44,4 +45,13 @@ bash infra/local/install-jaeger.sh
 # The trainer worker / reference engine (PyTorch, transformers) in workers/.venv, from its hash-pinned lock;
 # the hf-tiny e2e, the engine adapter tests and workers' pytest (run by `pnpm test`) need it.
 bash workers/setup.sh
+# The tracker tests' Python (.venv-trackers): a real MLflow tracking server and the wandb client
+# (infra/python/trackers-requirements.txt; ~900 MB, ~7 minutes the first time, skipped when unchanged;
+# RSTAR_SETUP_TRACKERS=0 skips it, and then libs/trackers' and the dashboard's tests fail naming this step).
+if [ "${RSTAR_SETUP_TRACKERS:-1}" != 0 ] && ! cmp -s infra/python/trackers-requirements.txt .venv-trackers/.requirements 2>/dev/null; then
+  rm -rf .venv-trackers
+  python3 -m venv .venv-trackers
+  .venv-trackers/bin/python -m pip install -q --disable-pip-version-check -r infra/python/trackers-requirements.txt
+  cp infra/python/trackers-requirements.txt .venv-trackers/.requirements
+fi
 echo "setup.sh: ready (node $(node --version), pnpm $(pnpm --version), $(.venv/bin/python --version))"

@@ -234,6 +234,19 @@ export const StepCompletedData = z.object({
   metrics: z.record(z.string(), z.number().nullable()),
 });
 
+/**
+ * A held-out evaluation of the policy: pass@1 = mean correctness over `samples` answers per prompt, on
+ * `prompts` held-out prompts, after `afterStep` RL steps (0 = before RL) with policy version `policyVersion`.
+ */
+export const EvaluationCompletedData = z.object({
+  name: z.string(),
+  afterStep: z.number().int().nonnegative(),
+  policyVersion: z.number().int().nonnegative(),
+  passAt1: z.number().min(0).max(1),
+  prompts: z.number().int().nonnegative(),
+  samples: z.number().int().positive(),
+});
+
 export const DeadLetteredData = z.object({
   subject: z.string(),
   consumer: z.string(),
@@ -258,6 +271,7 @@ export const EVENT_CONTRACTS = {
   StepOptimized: { version: 1, subject: 'rstar.step.optimized', data: StepOptimizedData },
   PolicyUpdated: { version: 1, subject: 'rstar.policy.updated', data: PolicyUpdatedData },
   StepCompleted: { version: 1, subject: 'rstar.step.completed', data: StepCompletedData },
+  EvaluationCompleted: { version: 1, subject: 'rstar.eval.completed', data: EvaluationCompletedData },
   DeadLettered: { version: 1, subject: 'rstar.dlq', data: DeadLetteredData },
 } as const;
 

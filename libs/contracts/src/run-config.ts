@@ -171,6 +171,30 @@ export const RunConfigSchema = z.strictObject({
     .prefault({}),
   /** Validate only (e.g. a 14B preset that needs real engines): `rstar train` refuses to run it here. */
   validateOnly: z.boolean().default(false),
+  /**
+   * Which step checkpoints a run keeps on disk. Absent = every one (and absent rather than defaulted, so
+   * configs recorded without it stay byte-identical). `keepLast: N` keeps the N newest step checkpoints;
+   * the SFT checkpoint is always kept. Resuming needs only the newest; `rstar replay verify --retrain`
+   * skips steps whose start checkpoint was removed.
+   */
+  checkpoints: z.strictObject({ keepLast: z.number().int().min(1) }).optional(),
+  /**
+   * Optional experiment trackers that receive each step's metrics, the held-out pass@1 and a sample of
+   * rollouts as a table (libs/trackers). Absent = none.
+   */
+  trackers: z
+    .strictObject({
+      /** MLflow tracking server (REST API); the experiment is created when missing. */
+      mlflow: z.strictObject({ trackingUri: z.string().url(), experiment: z.string().min(1).default('rstar') }).optional(),
+      /**
+       * Weights & Biases in offline mode (no network): the run is written under `<dir>/wandb/offline-run-*`
+       * by wandb's own client (`python` must have the `wandb` package); upload it later with `wandb sync`.
+       */
+      wandb: z.strictObject({ project: z.string().min(1).default('rstar'), dir: z.string().min(1).default('wandb'), python: z.string().min(1).default('python3') }).optional(),
+      /** Rollouts of each step logged to the trackers' rollout table (0 = none). */
+      sampleRollouts: z.number().int().min(0).max(1000).default(4),
+    })
+    .optional(),
 });
 export type RunConfig = z.infer<typeof RunConfigSchema>;
 export type StageConfig = z.infer<typeof StageConfigSchema>;

@@ -87,6 +87,17 @@ function spell(v: bigint, format: number): string {
  * (`checkpointUri`/`checkpointHash` empty, `gradNorm` 0). The same options always give the same events.
  */
 export async function generateSyntheticRun(o: SyntheticRunOptions): Promise<RstarEvent[]> {
+  const out: RstarEvent[] = [];
+  for await (const chunk of syntheticRunSteps(o)) out.push(...chunk);
+  return out;
+}
+
+/**
+ * {@link generateSyntheticRun} one step at a time: yields each step's events (the first chunk starts with
+ * `RunStarted`, the last one ends with `RunCompleted`), so a run of 10^5 rollouts can be stored as it is
+ * generated instead of held in memory. Same events, same order.
+ */
+export async function* syntheticRunSteps(o: SyntheticRunOptions): AsyncGenerator<RstarEvent[]> {
   const execute = o.execute ?? arithmeticExecutor;
   const grade = o.grade ?? createRegrader();
   const mode = o.mode ?? 'weighted';
@@ -258,7 +269,8 @@ export async function generateSyntheticRun(o: SyntheticRunOptions): Promise<Rsta
       runId, streamId: streams.step(runId, step), key: stepKey, producer: 'optimization', now,
       data: { step, stage: 'synthetic', metrics: { rewardMean: rewardSum / (prompts.length * o.samples), batchTokens: batch.tokens, policyVersion: version } },
     }));
+    if (step < o.steps - 1) yield out.splice(0);
   }
   out.push(makeEvent('RunCompleted', { runId, streamId: streams.run(runId), key: runId, producer: 'optimization', now, data: { steps: o.steps, summary: { policyVersion: version } } }));
-  return out;
+  yield out.splice(0);
 }

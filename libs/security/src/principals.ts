@@ -36,8 +36,9 @@ export interface BusRole {
  * CLI (`rstar train --remote`, `rstar replay rerun`), which publishes `RunStarted` (and, for a rerun, the
  * step's `StepStarted` and `RolloutRequested`) — the control plane has no submit route yet but keeps the
  * right to publish `RunStarted`; and `RunFailed` is also published by the optimization service's run
- * launcher. Every principal that consumes may publish `DeadLettered` (a consumer dead-letters what it
- * cannot handle).
+ * launcher; `EvaluationCompleted` (held-out pass@1) comes from whichever process ran the evaluation, the
+ * optimization service or the operator's `rstar train`. Every principal that consumes may publish
+ * `DeadLettered` (a consumer dead-letters what it cannot handle).
  */
 export const BUS_ROLES: Readonly<Record<Principal, BusRole>> = {
   'control-plane': {
@@ -47,7 +48,7 @@ export const BUS_ROLES: Readonly<Record<Principal, BusRole>> = {
     manageStream: true,
   },
   optimization: {
-    produces: ['RunCompleted', 'RunFailed', 'StepStarted', 'RolloutRequested', 'StepOptimized', 'PolicyUpdated', 'StepCompleted', 'DeadLettered'],
+    produces: ['RunCompleted', 'RunFailed', 'StepStarted', 'RolloutRequested', 'StepOptimized', 'PolicyUpdated', 'StepCompleted', 'EvaluationCompleted', 'DeadLettered'],
     subscriptions: [['RunStarted'], ['RolloutCompleted', 'GroupResampled']],
   },
   'policy-serving': {
@@ -70,8 +71,8 @@ export const BUS_ROLES: Readonly<Record<Principal, BusRole>> = {
     subscriptions: [['RolloutRequested', 'RolloutCompleted', 'RewardAssigned', 'GroupResampled']],
   },
   cli: {
-    produces: ['RunStarted', 'StepStarted', 'RolloutRequested', 'DeadLettered'],
-    subscriptions: [['StepCompleted', 'RunCompleted', 'RunFailed']],
+    produces: ['RunStarted', 'StepStarted', 'RolloutRequested', 'EvaluationCompleted', 'DeadLettered'],
+    subscriptions: [['StepCompleted', 'RunCompleted', 'RunFailed', 'EvaluationCompleted']],
   },
 };
 

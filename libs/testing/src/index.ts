@@ -2,3 +2,4 @@ export * from './until';
 export * from './sample-events';
 export * from './local-server.process';
 export * from './missing-tool';
+export * from './trackers.env';

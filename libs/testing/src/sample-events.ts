@@ -25,6 +25,7 @@ const SAMPLE_DATA: { [T in EventType]: EventDataInput<T> } = {
   },
   PolicyUpdated: { version: 1, checkpointUri: '/ckpt/1', checkpointHash: 'h1' },
   StepCompleted: { step: 0, stage: 'rl', metrics: { reward: 1 } },
+  EvaluationCompleted: { name: 'held-out', afterStep: 0, policyVersion: 0, passAt1: 0.5, prompts: 1, samples: 1 },
   DeadLettered: { subject: 'rstar.x', consumer: 'c', reason: 'test', field: null, payload: '{}' },
 };
 

@@ -21,3 +21,5 @@ export * from './report/svg.plot';
 export * from './pipeline.consumers';
 export * from './worker';
 export * from './hf';
+export * from './sft.cache';
+export * from './checkpoint.pruner';

@@ -1,7 +1,7 @@
 import { ids, makeEvent, streams, type RunConfig } from '@rstar/contracts';
 import { JetStreamBus, securedBusOptionsFromEnv, type EventBus } from '@rstar/messaging';
 import { pipelineDurables, waitForConsumers } from './pipeline.consumers';
-import { stepSummaryLine } from './step-summary.line';
+import { STEP_LINE_LEGEND, stepSummaryLine } from './step-summary.line';
 
 /** A remote run that ended with `RunFailed`. */
 export class RemoteRunFailedError extends Error {
@@ -45,6 +45,7 @@ export async function submitRemoteRun(config: RunConfig, opts: RemoteSubmitOptio
   const bus = opts.bus ?? (await JetStreamBus.connect({ servers: opts.natsUrl!, stream: opts.stream, subjectPrefix: opts.subjectPrefix, name: `rstar-cli-${runId}`, ...securedBusOptionsFromEnv('cli') }));
   const say = opts.onLine ?? (() => undefined);
   const total = config.stages.reduce((a, s) => a + s.steps, 0);
+  let legend = false;
   try {
     await waitForConsumers(bus, opts.consumers ?? [process.env.RSTAR_RUNS_DURABLE || 'optimization-runs', ...pipelineDurables()], {
       onWait: (missing) => say(`waiting for the services to subscribe (no consumer yet: ${missing.join(', ')})`),
@@ -57,7 +58,11 @@ export async function submitRemoteRun(config: RunConfig, opts: RemoteSubmitOptio
           concurrency: 1,
           handler: async (ev) => {
             if (ev.runId !== runId) return;
-            if (ev.type === 'StepCompleted') say(stepSummaryLine({ phase: 'rl', step: ev.data.step, steps: total, stage: ev.data.stage, metrics: ev.data.metrics }));
+            if (ev.type === 'StepCompleted') {
+              if (!legend) say(STEP_LINE_LEGEND);
+              legend = true;
+              say(stepSummaryLine({ phase: 'rl', step: ev.data.step, steps: total, stage: ev.data.stage, metrics: ev.data.metrics }));
+            }
             else if (ev.type === 'RunCompleted') resolve();
             else if (ev.type === 'RunFailed') reject(new RemoteRunFailedError(runId, ev.data.error));
           },

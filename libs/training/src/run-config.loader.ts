@@ -33,6 +33,25 @@ export function presetNames(dir = PRESET_DIR): string[] {
 }
 
 /**
+ * Each preset with the first sentence of the comment at the top of its YAML (the preset's own
+ * description), for `rstar train --help`.
+ */
+export function presetSummaries(dir = PRESET_DIR): Array<{ name: string; summary: string }> {
+  return presetNames(dir).map((name) => {
+    const head: string[] = [];
+    for (const line of readFileSync(join(dir, `${name}.yaml`), 'utf8').split('\n')) {
+      if (!line.startsWith('#')) break;
+      head.push(line.replace(/^#\s?/, ''));
+    }
+    const text = head.join(' ').replace(/\s+/g, ' ').trim();
+    // The first sentence: up to a full stop followed by a capital (so "e.g." and "(issue 7;" do not end it).
+    const end = text.search(/(?<!\be\.g|\bi\.e)\.(\s+[A-Z]|$)/);
+    const first = end >= 0 ? text.slice(0, end + 1) : text;
+    return { name, summary: first.length > 140 ? `${first.slice(0, 139)}…` : first || '(no description)' };
+  });
+}
+
+/**
  * Load and validate a run config: `file` (a YAML path) wins over `preset` (a name under `configs/`,
  * default `tiny`). @throws ConfigNotFoundError; ConfigError (from @rstar/contracts) naming the bad field.
  */

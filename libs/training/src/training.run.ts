@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { existsSync } from 'node:fs';
-import { ids, parseRunConfig, type RunConfig } from '@rstar/contracts';
+import { ids, makeEvent, parseRunConfig, streams, type EventData, type RunConfig } from '@rstar/contracts';
 import { connectRuntime, type Runtime } from '@rstar/runtime';
 import { OptimizationHandler, resumePoint, totalSteps } from './driver';
 import type { Prompt } from './driver';
@@ -14,6 +14,9 @@ import { ListPromptSource, promptsFittingContext, runPrompts } from './prompt.so
 import { REPO_ROOT, resolveDataPath } from './run-config.loader';
 import { startRolloutServices } from './rollout-services.starter';
 import { StagedBuiltinTrainer } from './staged.trainer';
+import { restoreSft, sftCacheKey, sftCodeVersion, storeSft } from './sft.cache';
+import { pruneCheckpoints } from './checkpoint.pruner';
+import { TrackerFeed, trackersOf } from '@rstar/trackers';
 
 export { RunRefusedError } from './run.errors';
 import { RunRefusedError } from './run.errors';
@@ -46,6 +49,12 @@ export interface TrainingOptions {
   skipEval?: boolean;
   /** Plain GRPO instead of GRPO-RoC for this run (the ablation): overrides `roc.enabled`. */
   rocOverride?: boolean;
+  /**
+   * Reuse an SFT checkpoint this machine already trained with the same SFT settings, seed and code
+   * version (sft.cache.ts; default true, env RSTAR_SFT_CACHE=0 turns it off); a fresh one is stored for
+   * the next run.
+   */
+  reuseSft?: boolean;
   onProgress?: (p: TrainProgress) => void;
 }
 
@@ -62,9 +71,12 @@ export interface TrainingResult {
   outDir: string;
   mode: 'standalone' | 'distributed';
   config: RunConfig;
-  sft: { steps: number; seconds: number; finalLoss: number; checkpoint: string } | null;
+  /** The SFT stage; `reused`: its checkpoint came from the SFT cache (`seconds` is then the original training time). */
+  sft: { steps: number; seconds: number; finalLoss: number; checkpoint: string; reused: boolean } | null;
   passAt1Before: PassAt1Report | null;
   passAt1After: PassAt1Report | null;
+  /** Every held-out evaluation, as recorded in `EvaluationCompleted` (before RL at afterStep 0, after the last step). */
+  evaluations: Array<EventData<'EvaluationCompleted'>>;
   steps: StepRecord[];
   policyVersion: number;
   /** Seconds per phase and in total. */
@@ -170,21 +182,32 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
       if (!config.policy.checkpoint) throw new RunRefusedError('policy.init is "checkpoint" but policy.checkpoint is empty (give a checkpoint directory)', 'policy.checkpoint');
       checkpoint = resolve(REPO_ROOT, config.policy.checkpoint);
     } else {
-      say(`SFT: ${config.sft.steps} steps, batch ${config.sft.batchSize}`);
-      const r = await runSft(
-        {
-          steps: config.sft.steps, batchSize: config.sft.batchSize, lr: config.sft.lr, warmupSteps: config.sft.warmupSteps, seed: config.seed,
-          model: config.policy.model, trainSize: config.data.trainSize, heldOutSize: Math.min(16, config.data.heldOutSize), toolErrorRate: config.sft.toolErrorRate ?? 0, toolErrorKinds: config.sft.toolErrorKinds, outDir: join(outDir, 'checkpoints', 'sft'),
-          execute: (req) => sandbox.execute({ code: req.code, input: req.input, timeoutMs: config.tool.timeoutMs, memoryMb: config.tool.memoryMb, outputChars: config.tool.outputChars }),
-        },
-        (p: SftProgress) => {
-          if (p.phase === 'train') opts.onProgress?.({ phase: 'sft', step: p.step, steps: p.steps, loss: p.loss });
-          else if (p.phase === 'traces') opts.onProgress?.({ phase: 'sft-traces', done: p.done, total: p.total });
-        },
-      );
-      r.model.dispose();
-      checkpoint = r.checkpoint.dir;
-      sft = { steps: r.steps, seconds: r.trainSeconds, finalLoss: r.finalLoss, checkpoint };
+      const sftDir = join(outDir, 'checkpoints', 'sft');
+      const codeVersion = (opts.reuseSft ?? process.env.RSTAR_SFT_CACHE !== '0') ? sftCodeVersion() : null;
+      const key = codeVersion ? sftCacheKey(config, codeVersion) : null;
+      const cached = key ? restoreSft(key, sftDir) : null;
+      if (cached) {
+        checkpoint = sftDir;
+        sft = { steps: cached.steps, seconds: cached.trainSeconds, finalLoss: cached.finalLoss, checkpoint, reused: true };
+        say(`SFT: reused the checkpoint trained ${cached.createdAt} with the same SFT settings, seed ${config.seed} and code version ${cached.codeVersion} (runs/.sft-cache/${cached.key}; RSTAR_SFT_CACHE=0 retrains)`);
+      } else {
+        say(`SFT: ${config.sft.steps} steps, batch ${config.sft.batchSize}`);
+        const r = await runSft(
+          {
+            steps: config.sft.steps, batchSize: config.sft.batchSize, lr: config.sft.lr, warmupSteps: config.sft.warmupSteps, seed: config.seed,
+            model: config.policy.model, trainSize: config.data.trainSize, heldOutSize: Math.min(16, config.data.heldOutSize), toolErrorRate: config.sft.toolErrorRate ?? 0, toolErrorKinds: config.sft.toolErrorKinds, outDir: sftDir,
+            execute: (req) => sandbox.execute({ code: req.code, input: req.input, timeoutMs: config.tool.timeoutMs, memoryMb: config.tool.memoryMb, outputChars: config.tool.outputChars }),
+          },
+          (p: SftProgress) => {
+            if (p.phase === 'train') opts.onProgress?.({ phase: 'sft', step: p.step, steps: p.steps, loss: p.loss });
+            else if (p.phase === 'traces') opts.onProgress?.({ phase: 'sft-traces', done: p.done, total: p.total });
+          },
+        );
+        r.model.dispose();
+        checkpoint = r.checkpoint.dir;
+        sft = { steps: r.steps, seconds: r.trainSeconds, finalLoss: r.finalLoss, checkpoint, reused: false };
+        if (key && codeVersion) storeSft({ key, codeVersion, steps: r.steps, trainSeconds: r.trainSeconds, finalLoss: r.finalLoss, createdAt: new Date().toISOString() }, checkpoint);
+      }
     }
     const sftSeconds = since(tSft);
 
@@ -198,7 +221,28 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
       ? null
       : await evaluatePassAt1(adapters[0], engineModel.tokenizer, tools, heldOut, { ...evalOpts, onProgress: (done, total) => opts.onProgress?.({ phase: 'eval-before', done, total }) });
     const evalBeforeSeconds = since(tEval);
-    if (passAt1Before) say(`pass@1 before RL: ${(passAt1Before.passAt1 * 100).toFixed(1)}% on ${heldOut.length} held-out prompts`);
+    const evaluations: TrainingResult['evaluations'] = [];
+    const recordEval = async (afterStep: number, policyVersion: number, rep: PassAt1Report) => {
+      const data = { name: 'held-out', afterStep, policyVersion, passAt1: rep.passAt1, prompts: rep.prompts, samples: config.eval.samples };
+      evaluations.push(data);
+      await runtime.bus.publish(makeEvent('EvaluationCompleted', { runId, streamId: streams.run(runId), key: `${runId}:held-out:${afterStep}`, producer: 'optimization', data }));
+    };
+    const sinks = trackersOf(config, outDir);
+    const trackers = sinks.length
+      ? new TrackerFeed(runtime.bus, {
+          runId, sinks, sampleRollouts: config.trackers?.sampleRollouts,
+          run: { runId, name: config.name, config: config as unknown as Record<string, unknown>, seed: config.seed, codeVersion: process.env.RSTAR_CODE_VERSION ?? 'dev', mode: runtime.mode },
+          onError: (e) => say(`tracker: ${e.message} (the run goes on without it)`),
+        })
+      : null;
+    if (trackers) {
+      await trackers.start();
+      stops.unshift(() => trackers.close('failed'));
+    }
+    if (passAt1Before) {
+      say(`pass@1 before RL: ${(passAt1Before.passAt1 * 100).toFixed(1)}% on ${heldOut.length} held-out prompts`);
+      await recordEval(0, resumeFrom?.version ?? 0, passAt1Before);
+    }
 
     // --- RL: every handler on one bus ---
     const tRl = Date.now();
@@ -218,6 +262,7 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
       store: runEventSource(store), mode: runtime.mode, codeVersion: process.env.RSTAR_CODE_VERSION ?? 'dev',
       onStep: (step, stage, metrics) => {
         trainer.beginStep(step + 1);
+        if (config.checkpoints) pruneCheckpoints(join(outDir, 'checkpoints'), config.checkpoints.keepLast);
         records.push({ step, stage, metrics });
         opts.onProgress?.({ phase: 'rl', step, steps, stage, metrics });
       },
@@ -231,14 +276,18 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
     const passAt1After = opts.skipEval
       ? null
       : await evaluatePassAt1(adapters[0], engineModel.tokenizer, tools, heldOut, { ...evalOpts, onProgress: (done, total) => opts.onProgress?.({ phase: 'eval-after', done, total }) });
-    if (passAt1After) say(`pass@1 after RL: ${(passAt1After.passAt1 * 100).toFixed(1)}%`);
+    if (passAt1After) {
+      say(`pass@1 after RL: ${(passAt1After.passAt1 * 100).toFixed(1)}%`);
+      await recordEval(summary.steps, summary.policyVersion, passAt1After);
+    }
+    await trackers?.close('completed');
     await runtime.flush();
     // Every step of the run from the archive (a resumed run's report covers the steps before the restart too).
     const archivedSteps = (await readRunEvents(store, runId, ['StepCompleted']))
       .flatMap((e) => (e.type === 'StepCompleted' ? [{ step: e.data.step, stage: e.data.stage, metrics: e.data.metrics }] : []))
       .sort((a, b) => a.step - b.step);
     return {
-      runId, outDir, mode: runtime.mode, config, sft, passAt1Before, passAt1After, steps: archivedSteps.length >= records.length ? archivedSteps : records, policyVersion: summary.policyVersion,
+      runId, outDir, mode: runtime.mode, config, sft, passAt1Before, passAt1After, evaluations, steps: archivedSteps.length >= records.length ? archivedSteps : records, policyVersion: summary.policyVersion,
       seconds: { sft: sftSeconds, evalBefore: evalBeforeSeconds, rl: rlSeconds, evalAfter: since(tAfter), total: since(t0) },
     };
   } finally {

@@ -14,6 +14,7 @@ export const CONTROL_PLANE_PORT = 3000;
  * The Kafka export (docs/operations.md), on when RSTAR_KAFKA_BROKERS is set: RSTAR_KAFKA_TOPIC,
  * RSTAR_KAFKA_PARTITIONS, RSTAR_KAFKA_REPLICATION, RSTAR_KAFKA_CLIENT_ID, RSTAR_KAFKA_BATCH,
  * RSTAR_KAFKA_SSL (`1` for TLS), RSTAR_KAFKA_SASL_MECHANISM / _USERNAME / _PASSWORD.
+ * The dashboard: RSTAR_LIVE_POLL_MS (live feed poll period, default 1000) and RSTAR_UI_DIR (built dashboard folder).
  */
 export const controlPlaneEnv = baseServiceEnv(CONTROL_PLANE_PORT)
   .extend(storeEnv.shape)
@@ -33,6 +34,8 @@ export const controlPlaneEnv = baseServiceEnv(CONTROL_PLANE_PORT)
     RSTAR_KAFKA_SASL_MECHANISM: z.preprocess((v) => (v === '' ? undefined : v), z.enum(['plain', 'scram-sha-256', 'scram-sha-512']).optional()).describe('plain, scram-sha-256 or scram-sha-512'),
     RSTAR_KAFKA_SASL_USERNAME: optionalVar('the SASL user name'),
     RSTAR_KAFKA_SASL_PASSWORD: optionalVar('the SASL password'),
+    RSTAR_LIVE_POLL_MS: z.coerce.number().int().min(50).max(60_000).default(1000).describe('milliseconds between polls of the archive for the dashboard\'s live feed, e.g. 1000'),
+    RSTAR_UI_DIR: z.string().default('').describe('folder of the built dashboard (default dist/apps/dashboard under the repository)'),
   });
 
 export type ControlPlaneEnv = z.infer<typeof controlPlaneEnv>;

@@ -1,5 +1,8 @@
 import 'reflect-metadata';
 import type { INestApplication } from '@nestjs/common';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeEvent } from '@rstar/contracts';
@@ -18,7 +21,7 @@ describe('control-plane: archiver and runs API over real NATS and Postgres', () 
   let bus: JetStreamBus;
   beforeAll(async () => {
     ({ app, url } = await startService(
-      ControlPlaneModule.forRoot({ PORT: '0', HOST: '127.0.0.1', RSTAR_NATS_URL: NATS_URL, RSTAR_STREAM: tag.toUpperCase(), RSTAR_SUBJECT_PREFIX: tag, RSTAR_DATABASE_URL: PG_URL, RSTAR_DB_SCHEMA: tag }),
+      ControlPlaneModule.forRoot({ PORT: '0', HOST: '127.0.0.1', RSTAR_NATS_URL: NATS_URL, RSTAR_STREAM: tag.toUpperCase(), RSTAR_SUBJECT_PREFIX: tag, RSTAR_DATABASE_URL: PG_URL, RSTAR_DB_SCHEMA: tag, RSTAR_UI_DIR: mkdtempSync(join(tmpdir(), 'rstar-no-ui-')), RSTAR_LIVE_POLL_MS: '100' }),
       'control-plane',
     ));
     await until(async () => (await fetch(`${url}/health/ready`)).ok, 'control-plane to be ready');
@@ -81,6 +84,34 @@ describe('control-plane: archiver and runs API over real NATS and Postgres', () 
     const badAfter = await fetch(`${url}/v1/runs/run-api/events?after=xyz`);
     expect(badAfter.status).toBe(400);
     expect(((await badAfter.json()) as any).message).toContain('"after"');
+  });
+
+  it('serves the dashboard views: a run, typed 404/400 answers, the live feed as server-sent events', async () => {
+    const runs = (await (await fetch(`${url}/v1/views/runs`)).json()) as any;
+    expect(runs.runs).toEqual([expect.objectContaining({ runId: 'run-api', status: 'completed', stepsCompleted: 25, step: 24, lastReward: null })]);
+    const run = (await (await fetch(`${url}/v1/views/runs/run-api`)).json()) as any;
+    expect(run.steps.map((s: { step: number }) => s.step)).toEqual(Array.from({ length: 25 }, (_, i) => i));
+    const missing = await fetch(`${url}/v1/views/runs/nope`);
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toMatchObject({ code: 'not_found', field: 'run' });
+    const bad = await fetch(`${url}/v1/views/runs/run-api/rollouts?limit=0`);
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as any).message).toContain('"limit"');
+    const ui = await fetch(`${url}/ui/`);
+    expect(ui.status).toBe(503);
+    expect(await ui.text()).toContain('pnpm nx build dashboard');
+    // The live feed from the start of the log: one `update` event carrying the run's 25 steps.
+    const ctl = new AbortController();
+    const sse = await fetch(`${url}/v1/live/runs/run-api?cursor=0-0`, { signal: ctl.signal });
+    expect(sse.headers.get('content-type')).toContain('text/event-stream');
+    const reader = sse.body!.getReader();
+    let text = '';
+    while (!/\ndata: .*\n\n/.test(text)) text += new TextDecoder().decode((await reader.read()).value);
+    ctl.abort();
+    expect(text).toMatch(/^event: update$/m);
+    const update = JSON.parse(/^data: (.*)$/m.exec(text)![1]);
+    expect(update.steps).toHaveLength(25);
+    expect(update.run).toMatchObject({ runId: 'run-api', status: 'completed' });
   });
 
   it('serves liveness, readiness of NATS, Postgres and the archiver, and Prometheus metrics', async () => {

@@ -7,11 +7,15 @@ import { KafkaExportWorker } from './kafka-export.worker';
 import { ProjectionsController } from './projections.controller';
 import { ProjectorWorker } from './projector.worker';
 import { RunsController } from './runs.controller';
+import { LiveController } from './views/live.controller';
+import { RunViewsProvider } from './views/run-views.provider';
+import { UiController } from './views/ui.controller';
+import { ViewsController } from './views/views.controller';
 
 /**
  * control-plane: the archiver (bus -> Postgres), the projector (archive -> read models, unless
- * RSTAR_PROJECTOR=off), the optional Kafka export (RSTAR_KAFKA_BROKERS) and the runs API.
- * `env` defaults to `process.env`.
+ * RSTAR_PROJECTOR=off), the optional Kafka export (RSTAR_KAFKA_BROKERS), the runs API and the dashboard
+ * (`/ui`, `/v1/views`, `/v1/live`). `env` defaults to `process.env`.
  */
 @Module({})
 export class ControlPlaneModule {
@@ -22,8 +26,8 @@ export class ControlPlaneModule {
         ServiceConfigModule.forRoot(controlPlaneEnv, env), HealthModule.forService('control-plane'), MetricsModule,
         BusModule.forRootAsync(), EventStoreModule.forRootAsync(), ReadModelsModule.forRootAsync(),
       ],
-      controllers: [RunsController, ArchiveController, ProjectionsController],
-      providers: [ArchiverWorker, KafkaExportWorker, ...(env.RSTAR_PROJECTOR === 'off' ? [] : [ProjectorWorker])],
+      controllers: [RunsController, ArchiveController, ProjectionsController, ViewsController, LiveController, UiController],
+      providers: [ArchiverWorker, KafkaExportWorker, RunViewsProvider, ...(env.RSTAR_PROJECTOR === 'off' ? [] : [ProjectorWorker])],
     };
   }
 }

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { meanCurve, stepSummaryLine, runRocAblation, loadRunConfig } from '@rstar/training';
+import { meanCurve, STEP_LINE_LEGEND, stepSummaryLine, runRocAblation, loadRunConfig } from '@rstar/training';
 
 const fmt = (v: number | null | undefined) => (v === null || v === undefined ? '   -  ' : v.toFixed(3).padStart(6));
 
@@ -26,10 +26,15 @@ export function register(program: Command): void {
       const lastK = o.lastK === undefined ? undefined : Number(o.lastK);
       if (lastK !== undefined && !(Number.isInteger(lastK) && lastK >= 1)) throw new Error(`--last-k must be a positive integer, got "${o.lastK}"`);
       const { config } = loadRunConfig({ preset: o.preset, file: o.config });
+      let legend = false;
       const r = await runRocAblation(config, {
         seeds, outDir: o.out, skipEval: o.skipEval, lastK,
         onProgress: (arm, p) => {
-          if (p.phase === 'rl') process.stdout.write(`[${arm}] ${stepSummaryLine(p)}\n`);
+          if (p.phase === 'rl') {
+            if (!legend) process.stdout.write(`${STEP_LINE_LEGEND}\n`);
+            legend = true;
+            process.stdout.write(`[${arm}] ${stepSummaryLine(p)}\n`);
+          }
           else if (p.phase === 'message') process.stdout.write(`[${arm}] ${p.text}\n`);
           else if (p.phase === 'sft' && (p.step % 50 === 0 || p.step === p.steps)) process.stdout.write(`[${arm}] SFT step ${p.step}/${p.steps} loss ${p.loss.toFixed(3)}\n`);
         },

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { join } from 'node:path';
-import { writeRunReport, fmtPct, pairedGain, loadRunConfig, presetNames, RunRefusedError, runHfTraining, runTraining, submitRemoteRun } from '@rstar/training';
+import { writeRunReport, fmtPct, pairedGain, loadRunConfig, presetNames, presetSummaries, RunRefusedError, runHfTraining, runTraining, submitRemoteRun } from '@rstar/training';
 import { ProgressPrinter } from '../train/progress.printer';
 
 /**
@@ -20,7 +20,15 @@ export function register(program: Command): void {
     .option('--resume <runId>', 'resume run RUN from its archive (standalone: runs/<RUN>/events, or the same --out folder)')
     .option('--validate', 'validate the config and exit')
     .option('--verbose', 'also print the services\' info logs (JSON lines)')
-    .action(async (o: { preset: string; config?: string; out?: string; remote?: string | boolean; resume?: string; validate?: boolean; verbose?: boolean }) => {
+    .option('--no-sft-cache', 'train the SFT stage even when this machine has a checkpoint of the same SFT settings, seed and code version')
+    .addHelpText('after', () => {
+      const list = presetSummaries();
+      const w = Math.max(...list.map((p) => p.name.length));
+      return `\nPresets (configs/<name>.yaml):\n${list.map((p) => `  ${p.name.padEnd(w)}  ${p.summary}`).join('\n')}\n\n` +
+        'A second run with the same SFT settings, seed and code reuses the SFT checkpoint (runs/.sft-cache; --no-sft-cache retrains).\n' +
+        'Config knobs: checkpoints.keepLast N keeps only the N newest step checkpoints (SFT always kept); trackers.mlflow / trackers.wandb log each step.\n';
+    })
+    .action(async (o: { preset: string; config?: string; out?: string; remote?: string | boolean; resume?: string; validate?: boolean; verbose?: boolean; sftCache: boolean }) => {
       // The summary lines and bars are the interface; the services' JSON info logs only with --verbose.
       if (!o.verbose && !process.env.RSTAR_LOG_LEVEL) process.env.RSTAR_LOG_LEVEL = 'warn';
       const { config, source } = loadRunConfig({ preset: o.preset, file: o.config });
@@ -48,13 +56,13 @@ export function register(program: Command): void {
         if (config.policy.kind === 'hf' && o.resume) throw new RunRefusedError('--resume of a Hugging Face run: submit it again with --remote --resume to the services', 'resume');
         const r = config.policy.kind === 'hf'
           ? await runHfTraining(config, { outDir: o.out, onProgress: printer.onProgress })
-          : await runTraining(config, { runId: o.resume, resume: !!o.resume, outDir: o.out, onProgress: printer.onProgress });
+          : await runTraining(config, { runId: o.resume, resume: !!o.resume, outDir: o.out, reuseSft: o.sftCache, onProgress: printer.onProgress });
         printer.end();
         const files = writeRunReport(join(r.outDir, 'report'), r);
         const s = r.seconds;
         const gain = r.passAt1Before && r.passAt1After && r.passAt1Before.prompts > 1 ? pairedGain(r.passAt1Before, r.passAt1After) : null;
         process.stdout.write(
-          `run ${r.runId} done in ${s.total.toFixed(0)} s (sft ${s.sft.toFixed(0)} s, rl ${s.rl.toFixed(0)} s): ` +
+          `run ${r.runId} done in ${s.total.toFixed(0)} s (sft ${s.sft.toFixed(0)} s${r.sft?.reused ? ', reused' : ''}, rl ${s.rl.toFixed(0)} s): ` +
             `held-out pass@1 ${fmtPct(r.passAt1Before?.passAt1)} -> ${fmtPct(r.passAt1After?.passAt1)}` +
             `${gain ? ` (${gain.gain >= 0 ? '+' : ''}${(gain.gain * 100).toFixed(1)} ± ${(gain.se * 100).toFixed(1)} points, paired SE)` : ''}` +
             `\nreport: ${files.join(', ')}\n`,

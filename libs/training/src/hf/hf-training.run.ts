@@ -125,11 +125,19 @@ export async function runHfTraining(config: RunConfig, opts: HfTrainingOptions =
     };
     let before: PassAt1Report | null = null;
     let after: PassAt1Report | null = null;
+    // Recorded as events too, so the dashboard and the trackers show the held-out marks of this run.
+    const evaluations: TrainingResult['evaluations'] = [];
+    const recordEval = async (afterStep: number, policyVersion: number, rep: PassAt1Report) => {
+      const data = { name: 'held-out', afterStep, policyVersion, passAt1: rep.passAt1, prompts: rep.prompts, samples: evalOpts.samples };
+      evaluations.push(data);
+      await runtime.bus.publish(makeEvent('EvaluationCompleted', { runId, streamId: streams.run(runId), key: `${runId}:held-out:${afterStep}`, producer: 'optimization', data }));
+    };
     const tEval = Date.now();
     if (!opts.skipEval && startWeights) {
       await load(startWeights.dir, startWeights.version);
       before = await evaluatePassAt1(adapters[0]!, tokenizer, tools, heldOut, { ...evalOpts, onProgress: (done, total) => opts.onProgress?.({ phase: 'eval-before', done, total }) });
       say(`pass@1 of the SFT weights: ${(before.passAt1 * 100).toFixed(1)}% on ${heldOut.length} held-out prompts x ${evalOpts.samples}`);
+      await recordEval(0, startWeights.version, before);
     }
     const evalBefore = since(tEval);
     const lastCheckpoint = (await readRunEvents(runtime.store, runId, ['PolicyUpdated'])).reduce<{ v: number; uri: string } | null>(
@@ -140,6 +148,7 @@ export async function runHfTraining(config: RunConfig, opts: HfTrainingOptions =
       await load(lastCheckpoint.uri, lastCheckpoint.v);
       after = await evaluatePassAt1(adapters[0]!, tokenizer, tools, heldOut, { ...evalOpts, onProgress: (done, total) => opts.onProgress?.({ phase: 'eval-after', done, total }) });
       say(`pass@1 after RL: ${(after.passAt1 * 100).toFixed(1)}%`);
+      await recordEval(records.length, lastCheckpoint.v, after);
     } else if (before) {
       // No step trained (every group had equal rewards): the last policy is the start weights, already evaluated.
       after = before;
@@ -152,8 +161,8 @@ export async function runHfTraining(config: RunConfig, opts: HfTrainingOptions =
       .sort((a, b) => a.step - b.step);
     return {
       runId, outDir, mode: runtime.mode, config: runConfig,
-      sft: startWeights?.sft ? { steps: startWeights.sft.updates, seconds: startWeights.sft.seconds, finalLoss: startWeights.sft.finalLoss, checkpoint: startWeights.dir } : null,
-      passAt1Before: before, passAt1After: after, steps: archived.length >= records.length ? archived : records, policyVersion: summary.policyVersion,
+      sft: startWeights?.sft ? { steps: startWeights.sft.updates, seconds: startWeights.sft.seconds, finalLoss: startWeights.sft.finalLoss, checkpoint: startWeights.dir, reused: false } : null,
+      passAt1Before: before, passAt1After: after, evaluations, steps: archived.length >= records.length ? archived : records, policyVersion: summary.policyVersion,
       seconds: { sft: sftSeconds, evalBefore, rl: rlSeconds, evalAfter: since(tAfter), total: since(t0) },
     };
   } finally {

@@ -1,0 +1,8 @@
+/** Number formats of the pages: `-` for no value. */
+export const fmt = {
+  num: (v: number | null | undefined, digits = 3): string => (v === null || v === undefined || !Number.isFinite(v) ? '-' : Number.isInteger(v) ? String(v) : v.toFixed(digits)),
+  pct: (v: number | null | undefined): string => (v === null || v === undefined ? '-' : `${(v * 100).toFixed(1)}%`),
+  ms: (v: number | null | undefined): string => (v === null || v === undefined ? '-' : v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${v.toFixed(v < 10 ? 2 : 0)} ms`),
+  time: (iso: string | null | undefined): string => (iso ? new Date(iso).toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' }) : '-'),
+  shortId: (id: string): string => (id.length > 24 ? `${id.slice(0, 10)}…${id.slice(-10)}` : id),
+};
