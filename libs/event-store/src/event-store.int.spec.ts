@@ -54,6 +54,17 @@ function suite(
       expect(runs.find((x) => x.runId === 'r1')?.events).toBe(5);
     });
 
+    it('stores a U+0000 in data or meta as U+FFFD instead of refusing the batch forever, and the chain holds', async () => {
+      const nul = makeEvent('RunFailed', { runId: 'r-nul', streamId: 's-nul', key: 'nul', producer: 'te\u0000st', data: { error: 'printed \u0000 here', step: 1 } });
+      const plain = ev('r-nul', 's-nul', 2);
+      expect(await store.appendBatch([nul, plain])).toEqual({ appended: 2, duplicates: 0 });
+      const [got] = await store.readStream('s-nul');
+      expect(got.type === 'RunFailed' && got.data.error).toBe('printed \uFFFD here');
+      expect(got.meta.producer).toBe('te\uFFFDst');
+      expect(await store.appendBatch([nul])).toEqual({ appended: 0, duplicates: 1 });
+      expect(await store.verifyChain('r-nul')).toMatchObject({ ok: true, checked: 2 });
+    });
+
     it('keeps stream positions gap-free under concurrent appenders with overlapping duplicates', async () => {
       const all = Array.from({ length: 400 }, (_, i) => ev('r2', `c-${i % 7}`, i));
       const batches = Array.from({ length: 8 }, (_, b) => all.filter((_, i) => i % 8 === b || i % 13 === b));

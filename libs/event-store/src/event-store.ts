@@ -6,6 +6,7 @@ import { copyAppend } from './copy-append';
 import { planAppend, type AppendRow, type PlannedRow } from './append.plan';
 import { ChainVerifier, type ChainReport, type ChainRow } from './hash-chain';
 import { START, type LogPosition } from './position';
+import { withoutNul } from './nul.sanitizer';
 
 /** An archived event: the envelope (upcast to the current version) plus its place in the log. */
 export type StoredEvent = RstarEvent & {
@@ -187,17 +188,11 @@ export class EventStore {
    */
   async appendBatch(events: readonly RstarEvent[]): Promise<AppendResult> {
     if (events.length === 0) return { appended: 0, duplicates: 0 };
-    const rows: AppendRow[] = events.map((e) => ({
-      id: e.id,
-      type: e.type,
-      version: e.version,
-      runId: e.runId,
-      streamId: e.streamId,
-      data: JSON.stringify(e.data),
-      meta: JSON.stringify(e.meta),
-      dataValue: e.data,
-      metaValue: e.meta,
-    }));
+    const rows: AppendRow[] = events.map((e) => {
+      const data = withoutNul(e.data, JSON.stringify(e.data));
+      const meta = withoutNul(e.meta, JSON.stringify(e.meta));
+      return { id: e.id, type: e.type, version: e.version, runId: e.runId, streamId: e.streamId, data: data.json, meta: meta.json, dataValue: data.value, metaValue: meta.value };
+    });
     const write = async (c: PoolClient, streams: string[], method: 'copy' | 'unnest') => {
       const planned = await planAppend(c, this.t, rows, streams);
       return method === 'copy' ? copyAppend(c, this.t, planned) : this.unnestAppend(c, planned);

@@ -7,3 +7,4 @@ export * from './copy-append';
 export * from './append.plan';
 export * from './hash-chain';
 export * from './roles.sql';
+export * from './nul.sanitizer';

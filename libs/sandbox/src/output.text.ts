@@ -4,11 +4,18 @@ import type { StreamLengths } from './zygote.frames';
  * The text a program's stream shows (SANDBOX.md, output caps): the zygote keeps its first and last
  * `4 * capChars + 4` bytes (`tail` is empty, or the bytes after `head`); here they are decoded as UTF-8 (an invalid sequence becomes U+FFFD, as
  * Python's "replace" does) and, when the text is longer than `capChars` code points, cut to head +
- * `\n...[output truncated: N bytes in total]...\n` + tail, the whole within the cap.
+ * `\n...[output truncated: N bytes in total]...\n` + tail, the whole within the cap. A NUL shows as U+FFFD.
  *
  * @returns the text and whether it was cut
  */
 export function streamText(head: Buffer, tail: Buffer, totalBytes: number, capChars: number): { text: string; truncated: boolean } {
+  const cut = cutText(head, tail, totalBytes, capChars);
+  // A NUL byte shows as U+FFFD: the event archive (Postgres) cannot hold U+0000, and the model, the archive
+  // and a replay's re-execution must all see the same text.
+  return cut.text.includes('\u0000') ? { text: cut.text.replaceAll('\u0000', '\uFFFD'), truncated: cut.truncated } : cut;
+}
+
+function cutText(head: Buffer, tail: Buffer, totalBytes: number, capChars: number): { text: string; truncated: boolean } {
   const cap = Math.max(0, capChars);
   let headCps: string[];
   let tailCps: string[];

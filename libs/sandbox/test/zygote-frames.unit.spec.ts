@@ -38,6 +38,14 @@ describe('zygote framing', () => {
 });
 
 describe('output text from stream bytes', () => {
+  it('shows a NUL byte as U+FFFD (the archive cannot hold U+0000), whole or cut', () => {
+    expect(streamText(Buffer.from('a\u0000b\n'), Buffer.alloc(0), 4, 100)).toEqual({ text: 'a\uFFFDb\n', truncated: false });
+    const cut = streamText(Buffer.from('\u0000'.repeat(404)), Buffer.from('\u0000YZ'), 10_000, 100);
+    expect(cut.truncated).toBe(true);
+    expect(cut.text).not.toContain('\u0000');
+    expect(cut.text.startsWith('\uFFFD')).toBe(true);
+  });
+
   it('keeps text within the cap whole, counting code points, not UTF-16 units or bytes', () => {
     expect(streamText(Buffer.from('😀😀😀'), Buffer.alloc(0), 12, 3)).toEqual({ text: '😀😀😀', truncated: false });
   });
