@@ -23,6 +23,7 @@ RUN npm install -g pnpm@12.4.2
 COPY package.json pnpm-lock.yaml pnpm-workspace.yaml tsconfig.base.json tsconfig.json nx.json ./
 COPY libs libs
 COPY services services
+COPY apps apps
 COPY configs configs
 COPY test/package.json test/package.json
 COPY infra/build infra/build
@@ -32,6 +33,10 @@ RUN test -n "${SERVICE}" || { echo "build arg SERVICE is required (a folder of s
     && node infra/build/build-service.mjs "${SERVICE}" \
     && ln -s "services/${SERVICE}/src/main.js" "dist/services/${SERVICE}/main.js" \
     && mv "dist/services/${SERVICE}" /out
+# control-plane serves the dashboard at /ui: its static build goes beside the service (RSTAR_UI_DIR below).
+RUN if [ "${SERVICE}" = control-plane ]; then \
+      pnpm exec vite build --config apps/dashboard/vite.config.mts && cp -r dist/apps/dashboard /out/ui; \
+    fi
 # Production dependencies only, in a tree of their own (the compiled services resolve them from /app/node_modules).
 WORKDIR /deps
 RUN cp /src/package.json /src/pnpm-lock.yaml ./ \
@@ -41,7 +46,8 @@ RUN cp /src/package.json /src/pnpm-lock.yaml ./ \
 FROM ${NODE_IMAGE} AS service
 ARG VERSION=0.1.0
 LABEL org.opencontainers.image.title="rstar service" org.opencontainers.image.version="${VERSION}"
-ENV NODE_ENV=production PORT=8080 HOST=0.0.0.0
+# RSTAR_UI_DIR: the dashboard's build (only control-plane's image has one, and only control-plane reads it).
+ENV NODE_ENV=production PORT=8080 HOST=0.0.0.0 RSTAR_UI_DIR=/app/dist/ui
 WORKDIR /app
 RUN groupadd --gid 10001 rstar && useradd --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin rstar
 COPY --from=build /deps/node_modules node_modules

@@ -109,6 +109,14 @@ suite('Kubernetes manifests', () => {
         const pvc = find(objs(), 'PersistentVolumeClaim', 'rstar-checkpoints');
         expect(pvc.spec.accessModes).toEqual([overlay.gpu ? 'ReadWriteMany' : 'ReadWriteOnce']);
         expect(find(objs(), 'ConfigMap', 'rstar-env').data!.RSTAR_CHECKPOINT_DIR).toBe('/checkpoints/runs');
+        // On the GPU pools policy-serving tokenizes with the base model's tokenizer, read from the same volume.
+        const ps = find(objs(), 'StatefulSet', 'policy-serving');
+        const psc = container(ps, 'policy-serving');
+        if (overlay.gpu) {
+          expect(envOf(psc, 'RSTAR_TOKENIZER_DIR')?.value).toBe('/checkpoints/models/base');
+          expect(claimOf(ps, psc)).toBe('rstar-checkpoints');
+          expect(psc.volumeMounts.find((v: { mountPath: string }) => v.mountPath === '/checkpoints').readOnly).toBe(true);
+        } else expect(envOf(psc, 'RSTAR_TOKENIZER_DIR')).toBeUndefined();
       });
 
       it('Postgres through the Secret rstar-postgres (key uri) in every service that reads the archive', () => {

@@ -169,7 +169,11 @@ export const RunConfigSchema = z.strictObject({
       maxResponseTokens: z.number().int().min(8).default(128),
     })
     .prefault({}),
-  /** Validate only (e.g. a 14B preset that needs real engines): `rstar train` refuses to run it here. */
+  /**
+   * Needs GPUs (e.g. a 14B preset): standalone `rstar train` refuses to run it here; the services run it
+   * (`rstar train --remote`) when its policy is a Hugging Face model served by real engines and trained
+   * by the trainer worker they are configured with.
+   */
   validateOnly: z.boolean().default(false),
   /**
    * Which step checkpoints a run keeps on disk. Absent = every one (and absent rather than defaulted, so

@@ -41,7 +41,7 @@ export interface LaunchDeps {
  * step driver. After a restart the message is redelivered: the archive's latest `PolicyUpdated` gives the
  * weights (and optimizer state) to resume from, and {@link OptimizationHandler} goes on at the next step
  * with the same deterministic event ids. A Hugging Face policy (`policy.kind: hf`) runs on the trainer
- * worker ({@link launchHfRun}). A `validateOnly` config ends in `RunFailed`.
+ * worker ({@link launchHfRun}). A `validateOnly` config that is not a Hugging Face policy ends in `RunFailed`.
  */
 export async function launchDistributedRun(ev: RstarEvent<'RunStarted'>, deps: LaunchDeps): Promise<RunSummary | null> {
   const runId = ev.runId;
@@ -56,7 +56,8 @@ export async function launchDistributedRun(ev: RstarEvent<'RunStarted'>, deps: L
   } catch (e) {
     return fail((e as Error).message);
   }
-  if (config.validateOnly) return fail(`config "${config.name}" is validateOnly (needs real engines and a GPU trainer configured for it)`);
+  // A GPU config runs here only as a Hugging Face policy on the engines and trainer worker this service drives.
+  if (config.validateOnly && config.policy.kind !== 'hf') return fail(`config "${config.name}" is validateOnly with a ${config.policy.kind} policy (needs real engines and the trainer worker: policy.kind hf)`);
   if (config.policy.kind === 'hf') {
     return launchHfRun(ev, config, {
       bus: deps.bus, store: deps.store, engines: deps.engines, trainerUrl: deps.trainerUrl, batchDir: deps.batchDir ?? join(resolve(deps.checkpointRoot), 'batches'),

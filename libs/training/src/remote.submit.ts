@@ -38,7 +38,7 @@ export interface RemoteSubmitOptions {
  * run id) or `RunFailed` (throws {@link RemoteRunFailedError}).
  */
 export async function submitRemoteRun(config: RunConfig, opts: RemoteSubmitOptions): Promise<string> {
-  if (config.validateOnly) throw new Error(`config "${config.name}" is validateOnly; the services will refuse it too`);
+  if (config.validateOnly && config.policy.kind !== 'hf') throw new Error(`config "${config.name}" is validateOnly with a ${config.policy.kind} policy; the services run only a Hugging Face policy's GPU config (policy.kind: hf)`);
   const runId = opts.runId ?? ids.newRun();
   const own = !opts.bus;
   // On a secured NATS the CLI is the operator's principal (`cli`): its credentials and signing key from the environment.

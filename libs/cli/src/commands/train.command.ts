@@ -34,7 +34,7 @@ export function register(program: Command): void {
       const { config, source } = loadRunConfig({ preset: o.preset, file: o.config });
       if (o.validate) {
         const steps = config.stages.reduce((a, s) => a + s.steps, 0);
-        process.stdout.write(`config ${source} is valid: "${config.name}", ${config.stages.length} RL stage(s), ${steps} steps${config.validateOnly ? ' (validateOnly: needs real engines)' : ''}\n`);
+        process.stdout.write(`config ${source} is valid: "${config.name}", ${config.stages.length} RL stage(s), ${steps} steps${config.validateOnly ? ' (validateOnly: needs GPUs; submit it with --remote to services with engines and a trainer worker)' : ''}\n`);
         return;
       }
       if (o.remote) {
