@@ -18,7 +18,7 @@ const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
  */
 export function workerCheckpointChecker(ix: RunIndex): CheckpointChecker | undefined {
   const raw = ix.started?.config;
-  if (!raw || parseRunConfig(raw).trainer.kind !== 'worker') return undefined;
+  if (!raw || trainerKindOf(raw) !== 'worker') return undefined;
   return async ({ step, batch, startVersion, optimized: o }) => {
     const found: Array<{ field: string; recorded: unknown; recomputed: unknown; message: string }> = [];
     const v2 = writeBatchV2(batch, { runId: ix.runId, step, policyVersion: startVersion });
@@ -43,4 +43,13 @@ export function workerCheckpointChecker(ix: RunIndex): CheckpointChecker | undef
     }
     return found;
   };
+}
+
+/** The trainer kind of a recorded config; null when it is not a run config (a synthetic history's). */
+function trainerKindOf(raw: unknown): string | null {
+  try {
+    return parseRunConfig(raw).trainer.kind;
+  } catch {
+    return null;
+  }
 }

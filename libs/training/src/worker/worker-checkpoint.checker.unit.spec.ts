@@ -45,6 +45,10 @@ describe('workerCheckpointChecker (replay verify of a run trained on the trainer
     expect(workerCheckpointChecker(indexOf({ stages: workerConfig.stages }))).toBeUndefined();
   });
 
+  it('is undefined for a history whose RunStarted holds no run config (a synthetic run)', () => {
+    expect(workerCheckpointChecker(indexOf({ seed: 1, steps: 2, promptsPerStep: 3, samples: 4, keep: 2 }))).toBeUndefined();
+  });
+
   it('finds nothing when the batch file and every checkpoint file hash as recorded', async () => {
     const optimized = checkpoint(dir, v2Hash);
     expect(await workerCheckpointChecker(indexOf(workerConfig))!({ step: 0, batch, startVersion: 0, optimized })).toEqual([]);
