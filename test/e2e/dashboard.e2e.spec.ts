@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseRunConfig, type RstarEvent } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
 import { JetStreamBus } from '@rstar/messaging';
-import { groupTable, indexRun, readHistory, writeHistory } from '@rstar/replay';
+import { groupTable, indexRun, readHistory } from '@rstar/replay';
 import { connectRuntime, type Runtime } from '@rstar/runtime';
 import { startMlflowServer, until, type MlflowServer } from '@rstar/testing';
 import { runTraining, type TrainingResult } from '@rstar/training';
@@ -177,9 +177,9 @@ describe('dashboard in headless Chromium', () => {
   });
 
   it('a replay page shows exactly the differences `rstar replay verify` prints, each next to the recorded value', async () => {
-    const file = join(tmp, 'tampered.jsonl');
-    writeHistory(file, tampered);
-    const cli = cliVerify(TAMPERED, ['--history', file]);
+    // The CLI reads the same archive the dashboard does (its hash-chain line included).
+    const cli = cliVerify(TAMPERED, ['--database', PG_URL, '--schema', tag]);
+    expect(cli[0]).toMatch(/^hash chain: ok \(/);
     expect(cli.filter((l) => l.startsWith('DIFF')).length).toBeGreaterThanOrEqual(2);
     await open(`#/runs/${TAMPERED}/replay`, '[data-testid=verify-line]');
     expect(await texts(page, '[data-testid=verify-line]')).toEqual(cli);
@@ -189,7 +189,7 @@ describe('dashboard in headless Chromium', () => {
     await screenshot(page, 'replay-differences');
     // The untouched golden run verifies clean, line for line as the CLI says.
     await open(`#/runs/${RUN}/replay`, '[data-testid=verify-line]');
-    expect(await texts(page, '[data-testid=verify-line]')).toEqual(cliVerify(RUN, ['--history', GOLDEN]));
+    expect(await texts(page, '[data-testid=verify-line]')).toEqual(cliVerify(RUN, ['--database', PG_URL, '--schema', tag]));
     await screenshot(page, 'replay-ok');
   });
 
@@ -260,12 +260,7 @@ describe('dashboard in headless Chromium', () => {
       result = await training;
 
       // The run's events, as archived.
-      const events: RstarEvent[] = [];
-      let p = await store.readRun(runId, { limit: 10_000 });
-      while (p.events.length) {
-        events.push(...p.events);
-        p = await store.readRun(runId, { after: p.last, limit: 10_000 });
-      }
+      const events: RstarEvent[] = await store.readRunSnapshot(runId);
       const steps = events.filter((e): e is RstarEvent<'StepCompleted'> => e.type === 'StepCompleted').sort((a, b) => a.data.step - b.data.step);
       expect(steps.map((s) => s.data.step)).toEqual([0, 1, 2]);
       const rows = await texts(page, '[data-testid=step-table] [role=row][aria-rowindex]');

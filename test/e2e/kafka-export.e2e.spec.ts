@@ -41,11 +41,7 @@ describe.skipIf(missing)('Kafka export: control-plane SIGKILLed mid-stream and t
     store = await EventStore.connect({ connectionString: db.url });
     const events = await generateSyntheticRun({ runId, seed: 21, steps: 6, promptsPerStep: 8, samples: 8, keep: 4, responseChars: 20 });
     for (let i = 0; i < events.length; i += 500) await store.appendBatch(events.slice(i, i + 500));
-    let page = await store.readAll({ limit: 10_000 });
-    while (page.events.length) {
-      archived.push(...page.events);
-      page = await store.readAll({ after: page.last, limit: 10_000 });
-    }
+    archived.push(...(await store.readAllSnapshot()));
     cp = new ServiceProcess({
       name: 'control-plane',
       entry: 'services/control-plane/src/main.ts',

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { ChainReport, EventStore } from '@rstar/event-store';
+import { formatChainReport, type ChainReport, type EventStore } from '@rstar/event-store';
 import { EventVerifier, parseTrustedKeys } from '@rstar/security';
 
 /** Producer signatures of a run's archived events, checked against trusted keys. */
@@ -48,11 +48,7 @@ export async function checkArchiveIntegrity(store: EventStore, runId: string, tr
 /** The integrity report as text lines. */
 export function formatIntegrity(r: IntegrityReport): string {
   const c = r.chain;
-  const lines = [
-    c.ok
-      ? `hash chain: ok (${c.checked} events in ${c.streams} streams checked${c.unchained ? `, ${c.unchained} archived before the chain` : ''})`
-      : `hash chain: BROKEN — ${c.firstBreak!.message}${c.breaks.length > 1 ? ` (${c.breaks.length} streams broken)` : ''}`,
-  ];
+  const lines = [formatChainReport(c)];
   if (r.signatures) {
     const s = r.signatures;
     lines.push(

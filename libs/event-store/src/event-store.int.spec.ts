@@ -107,6 +107,12 @@ function suite(
         `INSERT INTO "${env.schema}".events (id, type, version, run_id, stream_id, stream_position, data, meta) VALUES ($1, 'RunFailed', 1, 'r3', 'late-a', 1, $2, $3)`,
         ['late-a', JSON.stringify({ error: 'x', step: null }), JSON.stringify(ev('r3', 'late-a', 1).meta)],
       );
+      // A snapshot read of a run sees every committed event even while an older transaction is open
+      // (readRun would stop at it, and a reader that stops at an empty page would get a truncated history).
+      const lateB = ev('r3', 'late-b', 1).id;
+      expect((await store.readRunSnapshot('r3')).map((e) => e.id)).toEqual([lateB]);
+      expect((await store.readRun('r3')).events).toEqual([]);
+      expect((await store.readRunSnapshot('r3', { types: ['RewardAssigned'] }))).toEqual([]);
       await late.query('COMMIT');
       await late.end();
       const want = ['late-a', ev('r3', 'late-b', 1).id].sort();

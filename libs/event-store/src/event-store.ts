@@ -320,6 +320,30 @@ export class EventStore {
     return this.page(where, params, opts.after ?? START, opts.limit);
   }
 
+  /**
+   * Every committed event of one run as of now (optionally only `types`), in (transaction id, global
+   * position) order, in one query. Unlike {@link readRun} it is not held back by transactions in flight
+   * anywhere in the cluster: that horizon is for following the log with a cursor, and stopping at an
+   * empty page of it would read a truncated history while any other transaction is open. For a reader
+   * that needs the whole history (a resume, a replay, a restart of the resampler).
+   */
+  async readRunSnapshot(runId: string, opts: { types?: readonly EventType[] } = {}): Promise<StoredEvent[]> {
+    const params: unknown[] = [runId];
+    let where = 'run_id = $1';
+    if (opts.types?.length) {
+      params.push(opts.types);
+      where += ' AND type = ANY($2::text[])';
+    }
+    const r = await this.pool.query(`SELECT *, transaction_id::text AS txid FROM ${this.t} WHERE ${where} ORDER BY transaction_id, global_position`, params);
+    return r.rows.map(toStored);
+  }
+
+  /** Every committed event of the archive as of now, in log order, in one query (see {@link readRunSnapshot}). */
+  async readAllSnapshot(): Promise<StoredEvent[]> {
+    const r = await this.pool.query(`SELECT *, transaction_id::text AS txid FROM ${this.t} ORDER BY transaction_id, global_position`);
+    return r.rows.map(toStored);
+  }
+
   /** Events of one stream in stream order (gap-free positions), after `afterPosition` (default 0). */
   async readStream(streamId: string, opts: { afterPosition?: number; limit?: number } = {}): Promise<StoredEvent[]> {
     const limit = checkLimit(opts.limit);

@@ -71,6 +71,13 @@ export interface ChainReport {
   breaks: ChainBreak[];
 }
 
+/** A chain report as the one line `rstar replay verify` and the dashboard's replay page print. */
+export function formatChainReport(c: ChainReport): string {
+  return c.ok
+    ? `hash chain: ok (${c.checked} events in ${c.streams} streams checked${c.unchained ? `, ${c.unchained} archived before the chain` : ''})`
+    : `hash chain: BROKEN — ${c.firstBreak!.message}${c.breaks.length > 1 ? ` (${c.breaks.length} streams broken)` : ''}`;
+}
+
 /**
  * Checks the hash chain of a run's events, fed stream by stream in stream order ({@link add}); a stream
  * breaks at its first event whose stored hash differs from the one recomputed from its content and its

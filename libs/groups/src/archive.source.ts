@@ -2,21 +2,15 @@ import type { EventType, RstarEvent } from '@rstar/contracts';
 import type { ResamplingEventSource } from './resampling.handler';
 
 /** The part of the event archive the resampler's restart needs (EventStore satisfies it). */
-export interface RunArchive<P = unknown> {
+export interface RunArchive {
   /** Runs with their status (used when {@link OpenRunsOptions.runs} is not given). */
   listRuns(opts?: { limit?: number }): Promise<Array<{ runId: string; status: 'running' | 'completed' | 'failed' }>>;
-  readRun(runId: string, opts: { after?: P; limit?: number; types?: readonly EventType[] }): Promise<{ events: RstarEvent[]; last: P }>;
+  /** Every committed event of the run of `types`, in log order (not held back by transactions in flight elsewhere). */
+  readRunSnapshot(runId: string, opts: { types?: readonly EventType[] }): Promise<RstarEvent[]>;
 }
 
-async function readAllOfRun<P>(archive: RunArchive<P>, runId: string, types: readonly EventType[]): Promise<RstarEvent[]> {
-  const out: RstarEvent[] = [];
-  let after: P | undefined;
-  for (;;) {
-    const page = await archive.readRun(runId, { after, limit: 1000, types });
-    out.push(...page.events);
-    if (page.events.length < 1000) return out;
-    after = page.last;
-  }
+async function readAllOfRun(archive: RunArchive, runId: string, types: readonly EventType[]): Promise<RstarEvent[]> {
+  return archive.readRunSnapshot(runId, { types });
 }
 
 /** Options of {@link openRunsSource}. */
@@ -35,7 +29,7 @@ export interface OpenRunsOptions {
  * The resampling service's restart source: the events of the runs still running (a finished run has no
  * open group), each read with the archive's per-run index — one query per run, never a scan of the log.
  */
-export function openRunsSource<P>(archive: RunArchive<P>, opts: OpenRunsOptions = {}): ResamplingEventSource {
+export function openRunsSource(archive: RunArchive, opts: OpenRunsOptions = {}): ResamplingEventSource {
   return {
     async readEvents(types) {
       const runs = opts.runs

@@ -34,13 +34,7 @@ describe('read models (typeorm) equal the in-memory projections of libs/replay',
 
   /** Every archived event of a run, in archive order (what `rstar replay show` indexes). */
   const archived = async (runId: string): Promise<RstarEvent[]> => {
-    const out: RstarEvent[] = [];
-    let page = await store.readRun(runId, { limit: 10_000 });
-    while (page.events.length) {
-      out.push(...page.events);
-      page = await store.readRun(runId, { after: page.last, limit: 10_000 });
-    }
-    return out;
+    return store.readRunSnapshot(runId);
   };
   const dump = async (): Promise<Record<string, unknown[]>> => {
     const out: Record<string, unknown[]> = {};

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeEvent, streams, type RstarEvent } from '@rstar/contracts';
-import { EventStore } from '@rstar/event-store';
+import { EventStore, formatChainReport } from '@rstar/event-store';
 import { formatVerifyReport, groupTable, indexRun, readHistory, rolloutTranscript, stepTable, verifyRun } from '@rstar/replay';
 import { EventStoreRunViews } from './event-store.reader';
 import { RunViewNotFoundError, RunViewQueryError } from './errors';
@@ -96,10 +96,14 @@ describe('EventStoreRunViews over a real Postgres archive holding the golden run
   });
 
   it('the replay view prints the lines of `rstar replay verify --no-exec`', async () => {
+    // The archive's hash-chain line first, as the CLI prints it for an archived run.
+    const chain = formatChainReport(await store.verifyChain(RUN));
+    expect(chain).toMatch(/^hash chain: ok \(/);
     const r = await views.replay(RUN, {});
-    expect(r.verify.lines).toEqual(formatVerifyReport(await verifyRun(events)).split('\n'));
+    expect(r.verify.lines).toEqual([chain, ...formatVerifyReport(await verifyRun(events)).split('\n')]);
+    expect(r.verify.chain.ok).toBe(true);
     const one = await views.replay(RUN, { step: 1 });
-    expect(one.verify.lines).toEqual(formatVerifyReport(await verifyRun(events, { step: 1 })).split('\n'));
+    expect(one.verify.lines).toEqual([chain, ...formatVerifyReport(await verifyRun(events, { step: 1 })).split('\n')]);
   });
 
   it('sandbox statistics count every tool call by status', async () => {

@@ -1,5 +1,5 @@
 import { EVENT_TYPES, ids as idsOf, streams, type EventType, type RstarEvent } from '@rstar/contracts';
-import { decodePosition, encodePosition, type EventStore, type LogPosition } from '@rstar/event-store';
+import { decodePosition, encodePosition, formatChainReport, type EventStore, type LogPosition } from '@rstar/event-store';
 import {
   compareRerun, createRegrader, formatRerunComparison, formatVerifyReport, groupTable, indexRun, rolloutTranscript, stepTable, verifyRun,
   type RegradeFn, type RunIndex,
@@ -50,7 +50,7 @@ export class EventStoreRunViews implements RunViewReader {
   private readonly q: ArchiveQueries;
   private readonly grade: RegradeFn;
 
-  constructor(store: EventStore, private readonly opts: EventStoreRunViewsOptions = {}) {
+  constructor(private readonly store: EventStore, private readonly opts: EventStoreRunViewsOptions = {}) {
     this.q = new ArchiveQueries(store);
     this.grade = opts.grade ?? createRegrader();
   }
@@ -159,7 +159,10 @@ export class EventStoreRunViews implements RunViewReader {
         reruns.push({ ...r, comparison: null, lines: [], error: (e as Error).message });
       }
     }
-    return { runId, verify: { report, lines: formatVerifyReport(report).split('\n'), step: opts.step ?? null }, reruns };
+    // The archive's hash chain first, as `rstar replay verify` prints it for an archived run.
+    const chain = await this.store.verifyChain(runId);
+    const lines = [formatChainReport(chain), ...formatVerifyReport(report).split('\n')];
+    return { runId, verify: { report, chain, lines, step: opts.step ?? null }, reruns };
   }
 
   async sandbox(runId: string): Promise<SandboxStatsView> {

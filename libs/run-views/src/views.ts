@@ -4,6 +4,7 @@
  * Times are ISO-8601 strings (the producer's `recordedAt`), durations milliseconds, rates 0..1.
  */
 import type { GroupRow, RolloutTranscript, RerunComparison, StepRow, VerifyReport } from '@rstar/replay';
+import type { ChainReport } from '@rstar/event-store';
 
 export type { Difference, GroupMemberRow, GroupRow, RerunComparison, RerunRolloutComparison, RolloutTranscript, StepRow, TranscriptToolCall, TranscriptTurn, VerifyReport } from '@rstar/replay';
 
@@ -150,7 +151,9 @@ export interface ReplayView {
   runId: string;
   verify: {
     report: VerifyReport;
-    /** The lines `rstar replay verify RUN --no-exec` prints, in order. */
+    /** The archive's hash chain of the run (`EventStore.verifyChain`). */
+    chain: ChainReport;
+    /** The lines `rstar replay verify RUN --no-exec` prints for an archived run, in order. */
     lines: string[];
     /** Only this step was verified (large runs are verified a step at a time). */
     step: number | null;

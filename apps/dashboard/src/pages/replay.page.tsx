@@ -106,7 +106,7 @@ export function ReplayPage({ runId, step }: { runId: string; step: number | null
         {d && v && (
           <>
             <div className="summary">
-              <Stat label="verdict" value={<Chip kind={v.report.ok ? 'ok' : 'bad'}>{v.report.ok ? 'OK' : 'FAILED'}</Chip>} testId="verdict" />
+              <Stat label="verdict" value={<Chip kind={v.report.ok && v.chain.ok ? 'ok' : 'bad'}>{v.report.ok && v.chain.ok ? 'OK' : 'FAILED'}</Chip>} testId="verdict" />
               <Stat label="deterministic differences" value={v.report.deterministicDifferences} testId="deterministic" />
               <Stat label="timing-dependent" value={n - v.report.deterministicDifferences} />
               <Stat label="steps" value={v.report.steps.join(', ') || '-'} />

@@ -50,12 +50,8 @@ async function loadRun(runId: string, o: SourceOptions, onStore?: (store: EventS
       return EventStore.connect({ connectionString: archive.url, schema: o.schema, migrate: false });
     });
     try {
-      const out: RstarEvent[] = [];
-      let page = await store.readRun(runId, { limit: 10_000 });
-      while (page.events.length) {
-        out.push(...page.events);
-        page = await store.readRun(runId, { after: page.last, limit: 10_000 });
-      }
+      // A snapshot read: paging with the log's in-flight horizon would stop early while any transaction is open.
+      const out: RstarEvent[] = await store.readRunSnapshot(runId);
       if (out.length === 0) throw new Error(`no events of run "${runId}" in ${archive.where}; check the run id (rstar train prints it) and --data-dir/--database/--schema`);
       await onStore?.(store);
       return out;
