@@ -1,12 +1,13 @@
 import { spawn } from 'node:child_process';
 import { Client } from 'pg';
-import { ids, makeEvent, type RstarEvent } from '@rstar/contracts';
+import { ids } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
 import { Archiver } from '@rstar/runtime';
 import { JetStreamBus } from '@rstar/messaging';
 import { createLogger } from '@rstar/telemetry';
 import { securedSideBySide } from './secured-events';
 import { observabilitySideBySide } from './observability.side-by-side';
+import { makeEvents } from './bench.events';
 
 /**
  * `pnpm bench events [--events N] [--producers P] [--batch B]`: end-to-end events/s (publish on JetStream ->
@@ -144,33 +145,6 @@ export async function run(args: string[]): Promise<object> {
   }
 }
 
-/** The bench's events [from, n) of one run: ToolCallCompleted of ~1 KB, spread over 512 x 32 rollouts. */
-export function makeEvents(runId: string, n: number, from = 0): RstarEvent[] {
-  const stdout = 'x'.repeat(560);
-  return Array.from({ length: n - from }, (_, k) => {
-    const i = from + k;
-    const rollout = ids.rollout(runId, 0, i % 512, Math.floor(i / 512) % 32);
-    return makeEvent('ToolCallCompleted', {
-      runId,
-      streamId: `rollout-${rollout}`,
-      key: `${rollout}:${i}`,
-      producer: 'bench',
-      data: {
-        callId: ids.toolCall(rollout, i, 0),
-        rolloutId: rollout,
-        turn: i % 10,
-        status: 'ok',
-        stdout,
-        stderr: '',
-        exitCode: 0,
-        signal: null,
-        wallMs: 12.5,
-        cpuMs: 10.1,
-        truncated: false,
-      },
-    });
-  });
-}
 
 function intArg(args: string[], name: string, dflt: number): number {
   const i = args.indexOf(name);

@@ -3,7 +3,7 @@ import { ids } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
 import { KafkaExporter } from '@rstar/kafka-export';
 import { createLogger } from '@rstar/telemetry';
-import { makeEvents } from './events.bench';
+import { makeEvents } from './bench.events';
 import { startBenchKafka } from './kafka-broker.process';
 
 /**

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { JetStreamBus } from '@rstar/messaging';
 import { createLogger, startTracing, tracingHandle } from '@rstar/telemetry';
-import { makeEvents } from './events.bench';
+import { makeEvents } from './bench.events';
 
 /** One producer process of the observability rounds: events [from, to) of the bench's run. */
 export interface ObservedProducerJob {

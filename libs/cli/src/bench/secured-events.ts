@@ -2,12 +2,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ids, makeEvent, type RstarEvent } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
 import { JetStreamBus, securedBusOptionsFromEnv } from '@rstar/messaging';
 import { Archiver } from '@rstar/runtime';
 import { generateSecrets, natsServerVersion, startNatsServer, type GeneratedSecrets } from '@rstar/security';
 import { createLogger, type Logger } from '@rstar/telemetry';
+import { makeEvents } from './bench.events';
 
 /** What `securedSideBySide` needs from the calling benchmark. */
 export interface SecuredSideBySideOptions {
@@ -144,33 +144,6 @@ async function round(o: SecuredSideBySideOptions, r: { natsUrl: string; schema: 
   }
 }
 
-/** The events of the main benchmark's end-to-end run: ToolCallCompleted with ~560 bytes of stdout. */
-function makeEvents(runId: string, to: number, from: number): RstarEvent[] {
-  const stdout = 'x'.repeat(560);
-  return Array.from({ length: to - from }, (_, k) => {
-    const i = from + k;
-    const rollout = ids.rollout(runId, 0, i % 512, Math.floor(i / 512) % 32);
-    return makeEvent('ToolCallCompleted', {
-      runId,
-      streamId: `rollout-${rollout}`,
-      key: `${rollout}:${i}`,
-      producer: 'tool-execution',
-      data: {
-        callId: ids.toolCall(rollout, i, 0),
-        rolloutId: rollout,
-        turn: i % 10,
-        status: 'ok',
-        stdout,
-        stderr: '',
-        exitCode: 0,
-        signal: null,
-        wallMs: 12.5,
-        cpuMs: 10.1,
-        truncated: false,
-      },
-    });
-  });
-}
 
 interface ProducerJob {
   natsUrl: string;
@@ -205,7 +178,7 @@ async function producerMain(job: ProducerJob): Promise<void> {
   // The benchmark went away before saying go: nothing to publish for.
   let told = false;
   process.stdin.once('end', () => told || process.exit(1));
-  const events = makeEvents(job.runId, job.to, job.from);
+  const events = makeEvents(job.runId, job.to, job.from, 'tool-execution');
   const bus = await connectWithRetry({
     servers: job.natsUrl,
     stream: job.tag.toUpperCase(),
