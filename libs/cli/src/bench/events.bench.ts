@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { Client } from 'pg';
 import { ids } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
@@ -8,6 +7,7 @@ import { createLogger } from '@rstar/telemetry';
 import { securedSideBySide } from './secured-events';
 import { observabilitySideBySide } from './observability.side-by-side';
 import { makeEvents } from './bench.events';
+import { startBenchProducer } from './bench.producer';
 
 /**
  * `pnpm bench events [--events N] [--producers P] [--batch B]`: end-to-end events/s (publish on JetStream ->
@@ -82,8 +82,8 @@ export async function run(args: string[]): Promise<object> {
     const share = Math.ceil(n / producers);
     const children = await Promise.all(
       Array.from({ length: producers }, (_, p) =>
-        startProducer(
-          { natsUrl, tag, runId, from: p * share, to: Math.min(n, (p + 1) * share) },
+        startBenchProducer(
+          { natsUrl, tag, runId, from: p * share, to: Math.min(n, (p + 1) * share), otlp: null },
           (k) => (published += k),
           (us) => (producerCpuUs += us),
         ),
@@ -154,66 +154,3 @@ function intArg(args: string[], name: string, dflt: number): number {
   return v;
 }
 
-interface ProducerJob {
-  natsUrl: string;
-  tag: string;
-  runId: string;
-  from: number;
-  to: number;
-}
-
-/**
- * Start a producer process for events [from, to); it connects, builds its events, reports ready, and
- * publishes when `go()` is called. `onProgress` gets the count of each acked chunk.
- */
-function startProducer(job: ProducerJob, onProgress: (k: number) => void, onCpu: (us: number) => void): Promise<{ go: () => Promise<void> }> {
-  return new Promise((ready, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', __filename], {
-      env: { ...process.env, RSTAR_BENCH_EVENTS_PRODUCER: JSON.stringify(job) },
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
-    const exited = new Promise<void>((res, rej) =>
-      child.on('exit', (code) => (code === 0 ? res() : rej(new Error(`producer exited with ${code}`)))),
-    );
-    exited.catch(reject);
-    child.stdout!.on('data', (d: Buffer) => {
-      for (const line of d.toString().split('\n').filter(Boolean)) {
-        if (line === 'ready') ready({ go: () => (child.stdin!.end('go\n'), exited) });
-        else if (line.startsWith('cpu ')) onCpu(Number(line.slice(4)));
-        else onProgress(Number(line));
-      }
-    });
-  });
-}
-
-async function producerMain(job: ProducerJob): Promise<void> {
-  const events = makeEvents(job.runId, job.to, job.from);
-  const bus = await JetStreamBus.connect({
-    servers: job.natsUrl,
-    stream: job.tag.toUpperCase(),
-    subjectPrefix: job.tag,
-    name: `bench-producer-${job.from}`,
-    logger: createLogger('bench-producer', { level: 'warn' }),
-  });
-  process.stdout.write('ready\n');
-  await new Promise<void>((r) => process.stdin.once('data', () => r()));
-  const cpu0 = process.cpuUsage();
-  for (let i = 0; i < events.length; i += 1000) {
-    const chunk = events.slice(i, i + 1000);
-    await bus.publish(chunk);
-    process.stdout.write(`${chunk.length}\n`);
-  }
-  await bus.close();
-  const cpu = process.cpuUsage(cpu0);
-  process.stdout.write(`cpu ${cpu.user + cpu.system}\n`);
-}
-
-if (process.env.RSTAR_BENCH_EVENTS_PRODUCER) {
-  producerMain(JSON.parse(process.env.RSTAR_BENCH_EVENTS_PRODUCER)).then(
-    () => process.exit(0),
-    (e) => {
-      process.stderr.write(`producer: ${(e as Error).stack}\n`);
-      process.exit(1);
-    },
-  );
-}

@@ -3,7 +3,7 @@ import { JetStreamBus } from '@rstar/messaging';
 import { ReadModels } from '@rstar/read-models';
 import { Archiver } from '@rstar/runtime';
 import type { Logger } from '@rstar/telemetry';
-import { startObservedProducer } from './observability.producer';
+import { startBenchProducer } from './bench.producer';
 import { startOtlpSink } from './otlp.sink';
 
 /** What {@link observabilitySideBySide} measures with; the servers and run are the events bench's. */
@@ -85,7 +85,7 @@ async function endToEndRound(o: SideBySideOptions, stamp: string, label: string,
     const share = Math.ceil(o.n / o.producers);
     const children = await Promise.all(
       Array.from({ length: o.producers }, (_, p) =>
-        startObservedProducer(
+        startBenchProducer(
           { natsUrl: o.natsUrl, tag: stamp, runId: o.runId, from: p * share, to: Math.min(o.n, (p + 1) * share), otlp },
           (k) => (published += k),
           (us) => (producerCpuUs += us),

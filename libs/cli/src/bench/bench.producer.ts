@@ -3,8 +3,8 @@ import { JetStreamBus } from '@rstar/messaging';
 import { createLogger, startTracing, tracingHandle } from '@rstar/telemetry';
 import { makeEvents } from './bench.events';
 
-/** One producer process of the observability rounds: events [from, to) of the bench's run. */
-export interface ObservedProducerJob {
+/** One producer process of the events benchmarks (plain, observed, kafka): events [from, to) of the bench's run. */
+export interface BenchProducerJob {
   natsUrl: string;
   tag: string;
   runId: string;
@@ -20,13 +20,13 @@ export interface ObservedProducerJob {
  * so every publish makes a producer span and stamps the event's trace context. `onProgress` gets the
  * count of each acked chunk, `onCpu` the process's CPU time while publishing (µs).
  */
-export function startObservedProducer(job: ObservedProducerJob, onProgress: (k: number) => void, onCpu: (us: number) => void): Promise<{ go: () => Promise<void> }> {
+export function startBenchProducer(job: BenchProducerJob, onProgress: (k: number) => void, onCpu: (us: number) => void): Promise<{ go: () => Promise<void> }> {
   return new Promise((ready, reject) => {
     const otel = job.otlp
       ? { OTEL_SDK_DISABLED: 'false', OTEL_EXPORTER_OTLP_ENDPOINT: job.otlp, OTEL_BSP_MAX_QUEUE_SIZE: '65536', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '4096', OTEL_BSP_SCHEDULE_DELAY: '500' }
       : { OTEL_SDK_DISABLED: 'true' };
     const child = spawn(process.execPath, ['--import', 'tsx', __filename], {
-      env: { ...process.env, ...otel, RSTAR_BENCH_OBSERVED_PRODUCER: JSON.stringify(job) },
+      env: { ...process.env, ...otel, RSTAR_BENCH_PRODUCER: JSON.stringify(job) },
       stdio: ['pipe', 'pipe', 'inherit'],
     });
     const exited = new Promise<void>((res, rej) => child.on('exit', (code) => (code === 0 ? res() : rej(new Error(`producer exited with ${code}`)))));
@@ -41,7 +41,7 @@ export function startObservedProducer(job: ObservedProducerJob, onProgress: (k: 
   });
 }
 
-async function producerMain(job: ObservedProducerJob): Promise<void> {
+async function producerMain(job: BenchProducerJob): Promise<void> {
   if (job.otlp) startTracing('bench-producer');
   const events = makeEvents(job.runId, job.to, job.from);
   const bus = await JetStreamBus.connect({
@@ -66,8 +66,8 @@ async function producerMain(job: ObservedProducerJob): Promise<void> {
   process.stdout.write(`cpu ${cpu.user + cpu.system}\n`);
 }
 
-if (process.env.RSTAR_BENCH_OBSERVED_PRODUCER) {
-  producerMain(JSON.parse(process.env.RSTAR_BENCH_OBSERVED_PRODUCER)).then(
+if (process.env.RSTAR_BENCH_PRODUCER) {
+  producerMain(JSON.parse(process.env.RSTAR_BENCH_PRODUCER)).then(
     () => process.exit(0),
     (e) => {
       process.stderr.write(`producer: ${(e as Error).stack}\n`);
