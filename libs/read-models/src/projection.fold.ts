@@ -370,6 +370,8 @@ export function settleCounters(w: Working, fold: FoldResult, earlier: ReadonlyMa
     if (!s) throw new Error(`read models: group ${id} of step ${g.step} has no step row loaded (its events name another step)`);
     add(s, f.newGroups.has(id) ? {} : (f.before.groups.get(id) ?? groupToStep(g)), -1);
     add(s, groupToStep(g), 1);
+    // The step row changed even when no event of this batch named the step itself (a lone GroupResampled).
+    f.dirty.steps.add(stepKey(g.runId, g.step));
   }
   for (const k of f.dirty.steps) {
     const s = w.steps.get(k)!;

@@ -1,11 +1,11 @@
 import { In, type DataSource } from 'typeorm';
-import { groupAdvantages } from '@rstar/grpo';
-import type { GroupMemberRow, GroupRow, RunSummaryView, StepRow } from '@rstar/replay';
+import type { GroupRow, RunSummaryView, StepRow } from '@rstar/replay';
 import { GroupEntity } from './entities/group.entity';
 import { RolloutEntity } from './entities/rollout.entity';
 import { RunEntity } from './entities/run.entity';
 import { StepEntity } from './entities/step.entity';
 import { ToolCallEntity } from './entities/tool-call.entity';
+import { toGroupRow, toStepRow, toSummary } from './read-model.rows';
 
 /** One run in a listing: the summary plus the archive times (newest activity first). */
 export interface RunListItem extends RunSummaryView {
@@ -178,91 +178,6 @@ function checkLimit(limit: number | undefined, dflt: number): number {
 }
 
 const bySample = (a: RolloutEntity, b: RolloutEntity) => a.sampleIdx - b.sampleIdx || (a.rolloutId < b.rolloutId ? -1 : 1);
-
-function toSummary(r: RunEntity): RunSummaryView {
-  return {
-    runId: r.runId,
-    status: r.status,
-    mode: r.mode,
-    seed: r.seed,
-    codeVersion: r.codeVersion,
-    preset: r.preset,
-    rerunOf: r.rerunOf,
-    resumedFrom: r.resumedFrom,
-    stepsStarted: r.stepsStarted,
-    stepsCompleted: r.stepsCompleted,
-    rollouts: r.rollouts,
-    rolloutsCompleted: r.rolloutsCompleted,
-    toolCalls: r.toolCalls,
-    rewardMean: r.rewards ? r.rewardSum / r.rewards : null,
-    policyVersion: r.policyVersion,
-    error: r.error,
-    events: r.events,
-    eventsByType: { ...r.eventsByType },
-  };
-}
-
-function toStepRow(s: StepEntity): StepRow {
-  return {
-    step: s.step,
-    stage: s.stage,
-    policyVersion: s.policyVersion,
-    status: s.completed ? 'completed' : s.optimized ? 'optimized' : 'running',
-    prompts: s.promptCount ?? s.groups,
-    rolloutsRequested: s.rolloutsRequested,
-    rolloutsCompleted: s.rolloutsCompleted,
-    rewardMean: s.rewards ? s.rewardSum / s.rewards : null,
-    groupsKept: s.groupsKept,
-    groupsAllEqual: s.groupsAllEqual,
-    groupsTimedOut: s.groupsTimedOut,
-    toolCalls: s.toolCalls,
-    toolErrors: s.toolErrors,
-    toolErrorRatio: s.toolCalls ? s.toolErrors / s.toolCalls : null,
-    meanResponseTokens: s.rolloutsCompleted ? s.responseTokens / s.rolloutsCompleted : null,
-    truncated: s.truncated,
-    loss: s.loss,
-    clipFraction: s.clipFraction,
-    gradNorm: s.gradNorm,
-    advantageMean: s.advantageMean,
-    advantageStd: s.advantageStd,
-    batchHash: s.batchHash,
-    checkpointHash: s.checkpointHash,
-    newPolicyVersion: s.newPolicyVersion,
-  };
-}
-
-function toGroupRow(g: GroupEntity, rollouts: RolloutEntity[]): GroupRow {
-  const keptIds = g.kept ?? [];
-  const rewards = g.resampledRewards ?? {};
-  const adv = groupAdvantages(keptIds.map((id) => rewards[id] ?? 0)).advantages;
-  const advOf = new Map(keptIds.map((id, i) => [id, adv[i]]));
-  const penOf = new Map((g.penalties ?? []).map((p) => [p.rolloutId, p]));
-  const keptSet = new Set(keptIds);
-  const members: GroupMemberRow[] = rollouts.map((r) => ({
-    rolloutId: r.rolloutId,
-    sampleIdx: r.sampleIdx,
-    reward: g.resampled ? (rewards[r.rolloutId] ?? r.reward ?? null) : r.reward,
-    pErr: penOf.get(r.rolloutId)?.pErr ?? null,
-    pFormat: penOf.get(r.rolloutId)?.pFormat ?? null,
-    status: !g.resampled ? 'pending' : keptSet.has(r.rolloutId) ? 'kept' : 'dropped',
-    advantage: advOf.get(r.rolloutId) ?? null,
-  }));
-  return {
-    groupId: g.groupId,
-    step: g.step,
-    promptIdx: g.promptIdx,
-    promptId: g.promptId,
-    mode: g.mode,
-    seed: g.seed,
-    received: g.received,
-    expected: g.expected ?? rollouts.map((r) => r.resampleExpected).find((x) => x !== null) ?? null,
-    groupDropped: g.groupDropped,
-    pending: !g.resampled,
-    kept: keptIds.length,
-    positives: members.filter((m) => (m.reward ?? 0) > 0).length,
-    members,
-  };
-}
 
 function toRolloutView(r: RolloutEntity, kept: Set<string> | undefined): RolloutView {
   return {
