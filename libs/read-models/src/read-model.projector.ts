@@ -1,4 +1,4 @@
-import { In, type DataSource, type EntityManager, type EntityTarget, type ObjectLiteral } from 'typeorm';
+import type { DataSource, EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
 import { parseEvent, type RstarEvent } from '@rstar/contracts';
 import { counter, createLogger, gauge, histogram, type Logger } from '@rstar/telemetry';
 import { GroupEntity } from './entities/group.entity';
@@ -10,6 +10,7 @@ import {
   batchKeys, foldEvents, PROJECTED_TYPES, settleCounters, stepKey, type ArchivedEvent, type Working,
 } from './projection.fold';
 import { READ_MODEL_TABLES } from './read-models.datasource';
+import { RowWriter } from './row.writer';
 
 /** Options of {@link ReadModelProjector}. */
 export interface ProjectorOptions {
@@ -19,7 +20,11 @@ export interface ProjectorOptions {
   name?: string;
   /** Events per transaction (default 1000). */
   batchSize?: number;
-  /** Wait between polls once caught up, in ms (default 250). */
+  /**
+   * Wait after a batch that was not full (the projector caught up with what is committed), in ms (default
+   * 250): events arriving meanwhile are applied together, so a live archive is projected in large batches
+   * and the read models trail it by about this much.
+   */
   pollMs?: number;
   logger?: Logger;
 }
@@ -34,8 +39,6 @@ const applied = () => counter('rstar_projection_events_total', 'Archived events 
 const lagGauge = () => gauge('rstar_projection_lag_events', 'Archived events a projection has not applied yet', ['projection']);
 const batchSeconds = () => histogram('rstar_projection_batch_seconds', 'Time to apply one batch of events (one transaction)', ['projection'], [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]);
 
-/** Rows per INSERT statement (the widest table has ~35 columns; Postgres allows 65535 parameters). */
-const CHUNK = 1000;
 
 /**
  * Keeps the read models current from the archive (ARCHITECTURE §2 control-plane "projector"). Each
@@ -50,6 +53,9 @@ export class ReadModelProjector {
   readonly name: string;
   private readonly log: Logger;
   private readonly t: string;
+  private readonly writers: {
+    runs: RowWriter<RunEntity>; steps: RowWriter<StepEntity>; groups: RowWriter<GroupEntity>; rollouts: RowWriter<RolloutEntity>; calls: RowWriter<ToolCallEntity>;
+  };
   private running: Promise<void> | null = null;
   private stopping = false;
   private wake: (() => void) | null = null;
@@ -61,6 +67,10 @@ export class ReadModelProjector {
     this.name = opts.name ?? 'read-models';
     this.log = opts.logger ?? createLogger('projector');
     this.t = `"${opts.schema}"`;
+    this.writers = {
+      runs: new RowWriter(ds, RunEntity), steps: new RowWriter(ds, StepEntity), groups: new RowWriter(ds, GroupEntity),
+      rollouts: new RowWriter(ds, RolloutEntity), calls: new RowWriter(ds, ToolCallEntity),
+    };
   }
 
   /** Apply the next batch; resolves with the number of events applied (0 when caught up). */
@@ -124,7 +134,11 @@ export class ReadModelProjector {
     return n;
   }
 
-  /** Run in the background: batches back to back while there are events, a poll every `pollMs` once caught up. */
+  /**
+   * Run in the background: full batches back to back while the projector is behind; after a partial batch
+   * (caught up) it waits `pollMs`. Each transaction costs a few ms whatever its size, so polling right
+   * after a small batch would spend most of the projector's CPU on tiny batches while a run streams in.
+   */
   start(): void {
     if (this.running) return;
     this.stopping = false;
@@ -144,7 +158,7 @@ export class ReadModelProjector {
           lastLag = Date.now();
           await this.lag().catch(() => undefined);
         }
-        if (n === 0) await new Promise<void>((r) => {
+        if (n < (this.opts.batchSize ?? 1000)) await new Promise<void>((r) => {
           const t = setTimeout(r, failures ? Math.min(10_000, 250 * 2 ** failures) : (this.opts.pollMs ?? 250));
           this.wake = () => (clearTimeout(t), r());
         });
@@ -196,10 +210,13 @@ export class ReadModelProjector {
   private async apply(m: EntityManager, events: ArchivedEvent[]): Promise<void> {
     const k = batchKeys(events);
     // One after the other: the transaction has one connection.
-    const runs = k.runs.size ? await m.findBy(RunEntity, { runId: In([...k.runs]) }) : [];
-    const groups = k.groups.size ? await m.findBy(GroupEntity, { groupId: In([...k.groups]) }) : [];
-    const rollouts = k.rollouts.size ? await m.findBy(RolloutEntity, { rolloutId: In([...k.rollouts]) }) : [];
-    const calls = k.calls.size ? await m.findBy(ToolCallEntity, { callId: In([...k.calls]) }) : [];
+    // `= ANY($1::text[])`: one parameter, where typeorm's In() builds one per key (10 µs per event on this path).
+    const byKey = <E extends ObjectLiteral>(entity: EntityTarget<E>, column: string, keys: Set<string>): Promise<E[]> =>
+      keys.size ? m.createQueryBuilder(entity, 'x').where(`x.${column} = ANY(:keys::text[])`, { keys: [...keys] }).getMany() : Promise.resolve([]);
+    const runs = await byKey(RunEntity, 'run_id', k.runs);
+    const groups = await byKey(GroupEntity, 'group_id', k.groups);
+    const rollouts = await byKey(RolloutEntity, 'rollout_id', k.rollouts);
+    const calls = await byKey(ToolCallEntity, 'call_id', k.calls);
     const steps = await this.loadSteps(m, k.steps);
     const w: Working = {
       runs: new Map(runs.map((r) => [r.runId, r])),
@@ -216,11 +233,12 @@ export class ReadModelProjector {
     }
     settleCounters(w, fold, earlier);
     const pick = <T>(map: Map<string, T>, keys: Set<string>) => [...keys].map((x) => map.get(x)!);
-    await this.upsert(m, RunEntity, pick(w.runs, fold.dirty.runs), ['runId']);
-    await this.upsert(m, StepEntity, pick(w.steps, fold.dirty.steps), ['runId', 'step']);
-    await this.upsert(m, GroupEntity, pick(w.groups, fold.dirty.groups), ['groupId']);
-    await this.upsert(m, RolloutEntity, pick(w.rollouts, fold.dirty.rollouts), ['rolloutId']);
-    await this.upsert(m, ToolCallEntity, pick(w.calls, fold.dirty.calls), ['callId']);
+    const w8 = this.writers;
+    await w8.runs.upsert(m, pick(w.runs, fold.dirty.runs) as RunEntity[]);
+    await w8.steps.upsert(m, pick(w.steps, fold.dirty.steps) as StepEntity[]);
+    await w8.groups.upsert(m, pick(w.groups, fold.dirty.groups) as GroupEntity[]);
+    await w8.rollouts.upsert(m, pick(w.rollouts, fold.dirty.rollouts) as RolloutEntity[]);
+    await w8.calls.upsert(m, pick(w.calls, fold.dirty.calls) as ToolCallEntity[]);
   }
 
   private async loadSteps(m: EntityManager, keys: Array<{ runId: string; step: number }>): Promise<StepEntity[]> {
@@ -229,11 +247,5 @@ export class ReadModelProjector {
       .createQueryBuilder(StepEntity, 's')
       .where('(s.run_id, s.step) IN (SELECT * FROM unnest(:runs::text[], :steps::int[]))', { runs: keys.map((x) => x.runId), steps: keys.map((x) => x.step) })
       .getMany();
-  }
-
-  private async upsert<T extends ObjectLiteral>(m: EntityManager, entity: EntityTarget<T>, rows: T[], conflict: string[]): Promise<void> {
-    for (let i = 0; i < rows.length; i += CHUNK) {
-      await m.upsert(entity, rows.slice(i, i + CHUNK) as never, { conflictPaths: conflict, skipUpdateIfNoValuesChanged: false });
-    }
   }
 }

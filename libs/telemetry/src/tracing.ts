@@ -1,9 +1,12 @@
+import { trace } from '@opentelemetry/api';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 
 /** What {@link startTracing} started: flush and stop it before the process exits. */
 export interface TracingHandle {
   /** True when the SDK runs (false when `OTEL_SDK_DISABLED=true`). */
   readonly enabled: boolean;
+  /** Export the spans ended so far, keeping the SDK running (never throws). */
+  flush(): Promise<void>;
   /** Export the spans still buffered and stop the SDK (idempotent; never throws). */
   shutdown(): Promise<void>;
 }
@@ -69,6 +72,11 @@ export function startTracing(serviceName: string, opts: TracingOptions = {}): Tr
   let stopping: Promise<void> | null = null;
   started = {
     enabled,
+    flush: async () => {
+      // The global provider is a proxy; its delegate is the SDK's provider, which can flush.
+      const provider = (trace.getTracerProvider() as { getDelegate?: () => unknown }).getDelegate?.() as { forceFlush?: () => Promise<void> } | undefined;
+      await provider?.forceFlush?.().catch(() => undefined);
+    },
     shutdown: () => (stopping ??= sdk.shutdown().catch(() => undefined)),
   };
   return started;

@@ -78,7 +78,7 @@ async function endToEndRound(o: SideBySideOptions, stamp: string, label: string,
   const archiver = new Archiver(archBus, store, { logger: o.quiet, batchSize: o.batch });
   await archiver.start();
   const rm = otlp ? await ReadModels.open({ connectionString: o.pgUrl, schema: stamp, poolSize: 2 }) : null;
-  const projector = rm?.projector({ logger: o.quiet, pollMs: 50 }) ?? null;
+  const projector = rm?.projector({ logger: o.quiet }) ?? null;
   try {
     let published = 0;
     let producerCpuUs = 0;
