@@ -38,9 +38,14 @@ export function traceparentOf(ctx: Context = context.active()): string | null {
   return carrier.traceparent ?? null;
 }
 
-/** The W3C `traceparent` of `span` (null when it does not record: tracing is off or it was not sampled). */
+/**
+ * The W3C `traceparent` of `span`, or null when it has no valid context (tracing is off). A span the
+ * sampler dropped still has one, with the sampled flag 0: carried on the event, it makes every consumer's
+ * parent-based sampler drop the rest of that trace too, so head sampling (`OTEL_TRACES_SAMPLER=
+ * parentbased_traceidratio`) keeps or drops a rollout's trace whole instead of starting fresh traces.
+ */
 export function traceparentOfSpan(span: Span): string | null {
-  return span.isRecording() ? traceparentOf(trace.setSpan(ROOT_CONTEXT, span)) : null;
+  return traceparentOf(trace.setSpan(ROOT_CONTEXT, span));
 }
 
 /**

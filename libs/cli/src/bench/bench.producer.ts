@@ -12,6 +12,8 @@ export interface BenchProducerJob {
   to: number;
   /** OTLP endpoint: the producer runs OpenTelemetry and exports its spans there (null: tracing off). */
   otlp: string | null;
+  /** Head sampling ratio with tracing on (`parentbased_traceidratio`); default 1, every trace. */
+  sampleRatio?: number;
 }
 
 /**
@@ -23,7 +25,10 @@ export interface BenchProducerJob {
 export function startBenchProducer(job: BenchProducerJob, onProgress: (k: number) => void, onCpu: (us: number) => void): Promise<{ go: () => Promise<void> }> {
   return new Promise((ready, reject) => {
     const otel = job.otlp
-      ? { OTEL_SDK_DISABLED: 'false', OTEL_EXPORTER_OTLP_ENDPOINT: job.otlp, OTEL_BSP_MAX_QUEUE_SIZE: '65536', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '4096', OTEL_BSP_SCHEDULE_DELAY: '500' }
+      ? {
+          OTEL_SDK_DISABLED: 'false', OTEL_EXPORTER_OTLP_ENDPOINT: job.otlp, OTEL_BSP_MAX_QUEUE_SIZE: '65536', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '4096', OTEL_BSP_SCHEDULE_DELAY: '500',
+          ...(job.sampleRatio !== undefined ? { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: String(job.sampleRatio) } : {}),
+        }
       : { OTEL_SDK_DISABLED: 'true' };
     const child = spawn(process.execPath, ['--import', 'tsx', __filename], {
       env: { ...process.env, ...otel, RSTAR_BENCH_PRODUCER: JSON.stringify(job) },

@@ -22,6 +22,9 @@ export interface SideBySideOptions {
   dropSchemas: string[];
 }
 
+/** The head sampling ratio of the sampled rounds (what docs/operations.md suggests for production). */
+const SAMPLE_RATIO = 0.1;
+
 interface Round {
   eventsPerS: number;
   producerUs: number;
@@ -31,36 +34,48 @@ interface Round {
 }
 
 /**
- * The cost of observability on the event path, side by side in one run: rounds plain, observed, observed,
- * plain (ABBA, so load drift on a shared machine cancels out) of the events bench's end-to-end
+ * The cost of observability on the event path, side by side in one run: rounds plain, observed, sampled,
+ * sampled, observed, plain (ABBA, so load drift on a shared machine cancels out) of the events bench's end-to-end
  * measurement (producers publish on JetStream, the archiver in this process appends). Observed: each
  * producer process runs OpenTelemetry and stamps every event's trace context, exporting its spans over
  * OTLP/HTTP to a sink in this process that discards them, and the read-model projector applies the
- * archive as it grows, as control-plane runs it.
- * @returns `traced_ratio` = observed events/s over plain events/s (the goal is >= 0.85), the projector's
+ * archive as it grows, as control-plane runs it. Sampled: the same with 10% parent-based head sampling
+ * (the unsampled 90% still stamp a context, but make no span to export).
+ * @returns `traced_ratio` = observed events/s over plain events/s (the goal is >= 0.85), `sampled_ratio`
+ *   the same at 10% sampling, the projector's
  *   rate until it caught up with the archive, its lag when archiving ended, and CPU per event (µs).
  * @throws Error when a round's archive or read models do not hold exactly the run's n events.
  */
 export async function observabilitySideBySide(o: SideBySideOptions): Promise<Record<string, number | null>> {
   const sink = await startOtlpSink();
   try {
-    const round = (label: string, observed: boolean) => endToEndRound(o, `${o.tag}_${label}`, label, observed ? sink.url : null);
+    const round = (label: string, otlp: boolean, sampleRatio?: number) => endToEndRound(o, `${o.tag}_${label}`, label, otlp ? sink.url : null, sampleRatio);
+    // ABBA over three modes: plain, observed (every trace), sampled (10% head sampling), then back.
     const plainA = await round('plain_a', false);
     const observedA = await round('observed_a', true);
+    const sampledA = await round('sampled_a', true, SAMPLE_RATIO);
+    const sampledB = await round('sampled_b', true, SAMPLE_RATIO);
     const observedB = await round('observed_b', true);
     const plainB = await round('plain_b', false);
     const mean = (a: number, b: number) => (a + b) / 2;
     const plain = mean(plainA.eventsPerS, plainB.eventsPerS);
     const observed = mean(observedA.eventsPerS, observedB.eventsPerS);
-    o.progress(`observability: plain ${Math.round(plain)} events/s, observed ${Math.round(observed)} events/s; OTLP sink got ${sink.requests()} exports, ${(sink.bytes() / 1e6).toFixed(1)} MB`);
+    const sampled = mean(sampledA.eventsPerS, sampledB.eventsPerS);
+    o.progress(
+      `observability: plain ${Math.round(plain)} events/s, observed ${Math.round(observed)} events/s, ${SAMPLE_RATIO * 100}% sampled ${Math.round(sampled)} events/s; ` +
+        `OTLP sink got ${sink.requests()} exports, ${(sink.bytes() / 1e6).toFixed(1)} MB`,
+    );
     return {
       plain_events_per_s: Math.round(plain),
       traced_events_per_s: Math.round(observed),
       traced_ratio: Number((observed / plain).toFixed(3)),
+      sampled_events_per_s: Math.round(sampled),
+      sampled_ratio: Number((sampled / plain).toFixed(3)),
       projector_events_per_s: Math.round(mean(observedA.projectorEventsPerS!, observedB.projectorEventsPerS!)),
       projector_lag_at_archive_end: Math.max(observedA.projectorLagAtArchiveEnd!, observedB.projectorLagAtArchiveEnd!),
       plain_producer_cpu_us_per_event: Number(mean(plainA.producerUs, plainB.producerUs).toFixed(1)),
       traced_producer_cpu_us_per_event: Number(mean(observedA.producerUs, observedB.producerUs).toFixed(1)),
+      sampled_producer_cpu_us_per_event: Number(mean(sampledA.producerUs, sampledB.producerUs).toFixed(1)),
       plain_archiver_cpu_us_per_event: Number(mean(plainA.archiverUs, plainB.archiverUs).toFixed(1)),
       traced_archiver_cpu_us_per_event: Number(mean(observedA.archiverUs, observedB.archiverUs).toFixed(1)),
       otlp_span_bytes: sink.bytes(),
@@ -71,7 +86,7 @@ export async function observabilitySideBySide(o: SideBySideOptions): Promise<Rec
 }
 
 /** One round: a fresh schema and stream; with `otlp`, traced producers and the projector running. */
-async function endToEndRound(o: SideBySideOptions, stamp: string, label: string, otlp: string | null): Promise<Round> {
+async function endToEndRound(o: SideBySideOptions, stamp: string, label: string, otlp: string | null, sampleRatio?: number): Promise<Round> {
   const store = await EventStore.connect({ connectionString: o.pgUrl, schema: stamp });
   o.dropSchemas.push(stamp);
   const archBus = await JetStreamBus.connect({ servers: o.natsUrl, stream: stamp.toUpperCase(), subjectPrefix: stamp, name: 'bench-archiver', logger: o.quiet });
@@ -86,7 +101,7 @@ async function endToEndRound(o: SideBySideOptions, stamp: string, label: string,
     const children = await Promise.all(
       Array.from({ length: o.producers }, (_, p) =>
         startBenchProducer(
-          { natsUrl: o.natsUrl, tag: stamp, runId: o.runId, from: p * share, to: Math.min(o.n, (p + 1) * share), otlp },
+          { natsUrl: o.natsUrl, tag: stamp, runId: o.runId, from: p * share, to: Math.min(o.n, (p + 1) * share), otlp, sampleRatio },
           (k) => (published += k),
           (us) => (producerCpuUs += us),
         ),
