@@ -8,3 +8,4 @@ export * from './append.plan';
 export * from './hash-chain';
 export * from './roles.sql';
 export * from './nul.sanitizer';
+export * from './log.follower';

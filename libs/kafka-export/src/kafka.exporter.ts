@@ -1,6 +1,7 @@
 import { Kafka, logLevel, Partitioners, type Admin, type KafkaConfig, type Message, type Producer, type SASLOptions } from 'kafkajs';
 import type { DataSource, QueryRunner } from 'typeorm';
 import { parseEvent, RstarError } from '@rstar/contracts';
+import { LogFollower } from '@rstar/event-store';
 import { openArchiveDataSource } from '@rstar/read-models';
 import { counter, createLogger, gauge, histogram, type Logger } from '@rstar/telemetry';
 import { ExportPositionEntity } from './export-position.entity';
@@ -44,7 +45,7 @@ export interface KafkaExportOptions {
   sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
   /** Events per produce request (default 500). */
   batchSize?: number;
-  /** Wait between polls once caught up, in ms (default 250). */
+  /** Wait after a partial batch (caught up), in ms (default 250): what arrives meanwhile goes out in one batch. */
   pollMs?: number;
   logger?: Logger;
 }
@@ -89,9 +90,7 @@ export class KafkaExporter {
   /** Events of each partition, after the stored position, already in the topic (found by reconcile). */
   private skip: number[] = [];
   private position = { txid: '0', position: 0 };
-  private running: Promise<void> | null = null;
-  private stopping = false;
-  private wake: (() => void) | null = null;
+  private readonly follower: LogFollower;
   private reconciled = false;
 
   constructor(private readonly opts: KafkaExportOptions) {
@@ -114,6 +113,19 @@ export class KafkaExporter {
       retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 5_000 },
     };
     this.kafka = new Kafka(cfg);
+    this.follower = new LogFollower({
+      batch: async () => {
+        if (!this.producer) await this.connect();
+        return this.exportBatch();
+      },
+      batchSize: opts.batchSize ?? 500,
+      pollMs: opts.pollMs ?? 250,
+      refreshLag: async () => (this.ds ? this.lag() : undefined),
+      onError: (e, attempt) => {
+        if (attempt === 1 || attempt % 20 === 0) this.log.warn('kafka export failed; retrying', { topic: this.topic, attempt, err: e });
+        if (e instanceof KafkaExportInconsistentError && /partitions|holds/.test(e.message)) this.log.error(e.message, { topic: this.topic });
+      },
+    });
   }
 
   /**
@@ -254,42 +266,12 @@ export class KafkaExporter {
 
   /** Connect (retrying while Postgres, Kafka or the lock are not available) and export in the background until {@link stop}. */
   start(): void {
-    if (this.running) return;
-    this.stopping = false;
-    this.running = (async () => {
-      let attempt = 0;
-      let lastLag = 0;
-      while (!this.stopping) {
-        let n = 0;
-        try {
-          if (!this.producer) await this.connect();
-          n = await this.exportBatch();
-          attempt = 0;
-        } catch (e) {
-          attempt++;
-          if (attempt === 1 || attempt % 20 === 0) this.log.warn('kafka export failed; retrying', { topic: this.topic, attempt, err: e });
-          if (e instanceof KafkaExportInconsistentError && /partitions|holds/.test(e.message)) this.log.error(e.message, { topic: this.topic });
-        }
-        if (this.ds && Date.now() - lastLag > 5_000) {
-          lastLag = Date.now();
-          await this.lag().catch(() => undefined);
-        }
-        if (n === 0 && !this.stopping) {
-          await new Promise<void>((r) => {
-            const t = setTimeout(r, attempt ? Math.min(10_000, 250 * 2 ** Math.min(attempt, 6)) : (this.opts.pollMs ?? 250));
-            this.wake = () => (clearTimeout(t), r());
-          });
-        }
-      }
-    })();
+    this.follower.start();
   }
 
   /** Stop after the batch in progress and disconnect (the lock is released with the connection). */
   async stop(): Promise<void> {
-    this.stopping = true;
-    this.wake?.();
-    await this.running;
-    this.running = null;
+    await this.follower.stop();
     await this.producer?.disconnect().catch(() => undefined);
     await this.admin?.disconnect().catch(() => undefined);
     this.producer = null;
@@ -324,7 +306,7 @@ export class KafkaExporter {
       const [{ ok }] = await q.query('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [key]);
       if (ok) break;
       if (waited % 60 === 0) this.log.info('another exporter holds the export lock; standing by', { topic: this.topic });
-      if (this.stopping) {
+      if (this.follower.isStopping) {
         await q.release();
         throw new Error('stopped while waiting for the export lock');
       }

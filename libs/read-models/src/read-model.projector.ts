@@ -1,5 +1,6 @@
 import type { DataSource, EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
 import { parseEvent, type RstarEvent } from '@rstar/contracts';
+import { LogFollower } from '@rstar/event-store';
 import { counter, createLogger, gauge, histogram, type Logger } from '@rstar/telemetry';
 import { GroupEntity } from './entities/group.entity';
 import { RolloutEntity } from './entities/rollout.entity';
@@ -56,9 +57,7 @@ export class ReadModelProjector {
   private readonly writers: {
     runs: RowWriter<RunEntity>; steps: RowWriter<StepEntity>; groups: RowWriter<GroupEntity>; rollouts: RowWriter<RolloutEntity>; calls: RowWriter<ToolCallEntity>;
   };
-  private running: Promise<void> | null = null;
-  private stopping = false;
-  private wake: (() => void) | null = null;
+  private readonly follower: LogFollower;
 
   constructor(
     private readonly ds: DataSource,
@@ -71,6 +70,15 @@ export class ReadModelProjector {
       runs: new RowWriter(ds, RunEntity), steps: new RowWriter(ds, StepEntity), groups: new RowWriter(ds, GroupEntity),
       rollouts: new RowWriter(ds, RolloutEntity), calls: new RowWriter(ds, ToolCallEntity),
     };
+    this.follower = new LogFollower({
+      batch: () => this.step(),
+      batchSize: opts.batchSize ?? 1000,
+      pollMs: opts.pollMs ?? 250,
+      refreshLag: () => this.lag(),
+      onError: (e, failures) => {
+        if (failures === 1 || failures % 20 === 0) this.log.warn('projection batch failed; retrying', { projection: this.name, failures, err: e });
+      },
+    });
   }
 
   /** Apply the next batch; resolves with the number of events applied (0 when caught up). */
@@ -134,44 +142,14 @@ export class ReadModelProjector {
     return n;
   }
 
-  /**
-   * Run in the background: full batches back to back while the projector is behind; after a partial batch
-   * (caught up) it waits `pollMs`. Each transaction costs a few ms whatever its size, so polling right
-   * after a small batch would spend most of the projector's CPU on tiny batches while a run streams in.
-   */
+  /** Run in the background ({@link LogFollower}: full batches back to back while behind, `pollMs` after a partial one). */
   start(): void {
-    if (this.running) return;
-    this.stopping = false;
-    this.running = (async () => {
-      let failures = 0;
-      let lastLag = 0;
-      while (!this.stopping) {
-        let n = 0;
-        try {
-          n = await this.step();
-          failures = 0;
-        } catch (e) {
-          failures++;
-          if (failures === 1 || failures % 20 === 0) this.log.warn('projection batch failed; retrying', { projection: this.name, failures, err: e });
-        }
-        if (Date.now() - lastLag > 5_000) {
-          lastLag = Date.now();
-          await this.lag().catch(() => undefined);
-        }
-        if (n < (this.opts.batchSize ?? 1000)) await new Promise<void>((r) => {
-          const t = setTimeout(r, failures ? Math.min(10_000, 250 * 2 ** failures) : (this.opts.pollMs ?? 250));
-          this.wake = () => (clearTimeout(t), r());
-        });
-      }
-    })();
+    this.follower.start();
   }
 
   /** Stop after the batch in progress. */
-  async stop(): Promise<void> {
-    this.stopping = true;
-    this.wake?.();
-    await this.running;
-    this.running = null;
+  stop(): Promise<void> {
+    return this.follower.stop();
   }
 
   private async lockCheckpoint(m: EntityManager): Promise<ArchivePosition> {
