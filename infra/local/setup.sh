@@ -38,6 +38,12 @@ case "$want" in 3.1[2-9]) ;; *) echo "setup.sh: NOTE: the sandbox runs on Python
 have_dev="$(.venv-dev/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)"
 if [ "$have_dev" != "$want" ]; then rm -rf .venv-dev; "$py" -m venv .venv-dev; fi
 .venv-dev/bin/python -m pip install -q --disable-pip-version-check -r infra/python/requirements-dev.txt
+# RSTAR_SETUP_ONLY=train stops here: the built-in policy's `rstar train` needs only the node modules and the
+# sandbox's venv; what follows (~10 minutes on a fresh machine) is for the tests and the Hugging Face path.
+if [ "${RSTAR_SETUP_ONLY:-}" = train ]; then
+  echo "setup.sh: ready for rstar train (node $(node --version), pnpm $(pnpm --version), $(.venv/bin/python --version)); run without RSTAR_SETUP_ONLY for the tests"
+  exit 0
+fi
 # hadolint and kustomize for the Dockerfile and manifest tests (test/infra).
 bash infra/local/install-infra-tools.sh
 bash infra/local/install-kafka.sh

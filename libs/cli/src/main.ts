@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
 import { Command } from 'commander';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
@@ -11,6 +11,7 @@ import { join } from 'node:path';
 async function main(): Promise<void> {
   const program = new Command('rstar')
     .description('rstar: event-sourced agentic RL (GRPO-RoC) with a Python code tool')
+    .version(version(), '-V, --version', 'print the version (and RSTAR_CODE_VERSION, which runs record, when set)')
     .showHelpAfterError();
   const dir = join(__dirname, 'commands');
   for (const f of readdirSync(dir).filter((f) => /\.command\.(ts|js)$/.test(f)).sort()) {
@@ -18,6 +19,17 @@ async function main(): Promise<void> {
     mod.register(program);
   }
   await program.parseAsync(process.argv);
+}
+
+/** The CLI package's version, plus the code version runs record (`RSTAR_CODE_VERSION`, default `dev`). */
+function version(): string {
+  let v = 'unknown';
+  try {
+    v = (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    // A bundled CLI without its package.json still answers --version.
+  }
+  return `rstar ${v} (code version ${process.env.RSTAR_CODE_VERSION ?? 'dev'})`;
 }
 
 main().catch((e) => {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError } from './errors';
+import { closestKey, objectKeysAt } from './schema.suggest';
 
 /**
  * The run config (YAML) of `rstar train`: model, data, SFT, RL stages, GRPO-RoC, tool limits, trainer,
@@ -211,7 +212,14 @@ export type ModelConfig = z.infer<typeof ModelConfigSchema>;
 export function parseRunConfig(input: unknown): RunConfig {
   const r = RunConfigSchema.safeParse(input);
   if (!r.success) {
-    const msgs = r.error.issues.map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`);
+    const msgs = r.error.issues.map((i) => {
+      const at = i.path.map(String).join('.') || '(root)';
+      if (i.code !== 'unrecognized_keys') return `${at}: ${i.message}`;
+      // A misspelt key: say which accepted one was probably meant.
+      const known = objectKeysAt(RunConfigSchema, i.path);
+      const hints = i.keys.map((k) => closestKey(k, known)).map((c, n) => (c ? `"${i.keys[n]}" (did you mean "${c}"?)` : `"${i.keys[n]}"`));
+      return `${at}: unknown key${i.keys.length > 1 ? 's' : ''} ${hints.join(', ')}${known.length ? `; accepted: ${known.join(', ')}` : ''}`;
+    });
     const field = r.error.issues[0].path.map(String).join('.') || null;
     throw new ConfigError(`invalid run config — ${msgs.join('; ')} (fix these fields in the config)`, field);
   }
@@ -231,19 +239,27 @@ export function parseRunConfig(input: unknown): RunConfig {
   if (hf && c.engines.some((e) => e.kind === 'builtin')) {
     throw new ConfigError('policy.kind "hf" needs real engines (engines[].kind sglang or vllm; the reference engine of workers/trainer speaks both)', 'engines');
   }
+  if (!hf) {
+    // The built-in policy's context holds the prompt and the response: a budget that fills it leaves no prompt room.
+    const ctx = c.policy.model.context;
+    const budgets: Array<[string, number]> = [...c.stages.map((s, i): [string, number] => [`stages.${i}.maxResponseTokens`, s.maxResponseTokens]), ['eval.maxResponseTokens', c.eval.maxResponseTokens]];
+    for (const [field, n] of budgets) {
+      if (n >= ctx) throw new ConfigError(`${field} is ${n}, but policy.model.context is ${ctx}: the prompt and the response must fit together (lower ${field} or raise policy.model.context)`, field);
+    }
+  }
   if (c.data.source === 'file' && !c.data.path) {
     throw new ConfigError('data.path is required when data.source is "file" (give a JSON-lines dataset)', 'data.path');
   }
   return c;
 }
 
-/** Parse YAML text into a validated run config. Throws {@link ConfigError}. */
-export function parseRunConfigYaml(text: string): RunConfig {
+/** Parse YAML text (read from `source`, named in a syntax error) into a validated run config. Throws {@link ConfigError}. */
+export function parseRunConfigYaml(text: string, source?: string): RunConfig {
   let obj: unknown;
   try {
     obj = parseYaml(text);
   } catch (e) {
-    throw new ConfigError(`config is not valid YAML: ${(e as Error).message}`, null);
+    throw new ConfigError(`config ${source ? `${source} ` : ''}is not valid YAML: ${(e as Error).message}`, null);
   }
   return parseRunConfig(obj ?? {});
 }

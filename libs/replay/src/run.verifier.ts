@@ -165,7 +165,7 @@ export async function verifyRun(events: Iterable<RstarEvent> | RunIndex, opts: V
     report.skipped.toolCalls += calls;
     if (calls) report.notes.push(`${calls} tool calls not re-executed (--no-exec)`);
   }
-  if (report.skipped.checkpoints) report.notes.push(`${report.skipped.checkpoints} checkpoint hashes not re-computed (no re-trainer, or the checkpoint at the step start is unavailable)`);
+  if (report.skipped.checkpoints) report.notes.push(`${report.skipped.checkpoints} checkpoint hashes not re-computed (built-in policy: pass --retrain to re-train each step from its start checkpoint; a step whose start checkpoint was removed stays unchecked)`);
   if (report.skipped.rewards) report.notes.push(`${report.skipped.rewards} rewards not re-graded (symbolic verdicts without a symbolic backend, or RolloutCompleted missing)`);
   report.deterministicDifferences = report.differences.filter((d) => d.deterministic).length;
   report.ok = report.deterministicDifferences === 0;

@@ -66,7 +66,7 @@ export function loadRunConfig(opts: { preset?: string; file?: string; presetDir?
     path = join(dir, `${name}.yaml`);
     if (!existsSync(path)) throw new ConfigNotFoundError(`unknown preset "${name}" (known: ${presetNames(dir).join(', ')}; or pass --config FILE)`, 'preset');
   }
-  return { config: parseRunConfigYaml(readFileSync(path, 'utf8')), source: path };
+  return { config: parseRunConfigYaml(readFileSync(path, 'utf8'), path), source: path };
 }
 
 /** Resolve a data path of a config: relative paths are relative to the repository root. */

@@ -104,11 +104,14 @@ export function heldOutEvalOptions(config: RunConfig): PassAt1Options {
 /** {@link promptsFittingContext} over a run's pools; refuses a run left without prompts. */
 function promptsThatFit(config: RunConfig, train: readonly Prompt[], heldOut: readonly Prompt[]): { train: ListPromptSource; heldOut: Prompt[]; skipped: number } {
   const ctx = config.policy.model.context;
-  const budget = Math.max(config.eval.maxResponseTokens, ...config.stages.map((s) => s.maxResponseTokens));
+  const budgets: Array<[string, number]> = [['eval.maxResponseTokens', config.eval.maxResponseTokens], ...config.stages.map((s, i): [string, number] => [`stages.${i}.maxResponseTokens`, s.maxResponseTokens])];
+  const [largest, budget] = budgets.reduce((a, b) => (b[1] > a[1] ? b : a));
   const t = promptsFittingContext(train, ctx, budget);
   const h = promptsFittingContext(heldOut, ctx, budget);
-  if (t.length === 0) throw new RunRefusedError(`no training prompt fits policy.model.context ${ctx} (raise policy.model.context)`, 'policy.model.context');
-  if (h.length === 0 && heldOut.length > 0) throw new RunRefusedError(`no held-out prompt fits policy.model.context ${ctx} (raise policy.model.context)`, 'policy.model.context');
+  // A prompt fits when its tokens plus the largest response budget fit the context: name both knobs.
+  const fix = `with room for ${budget} response tokens (${largest}); raise policy.model.context or lower ${largest}`;
+  if (t.length === 0) throw new RunRefusedError(`no training prompt fits policy.model.context ${ctx} ${fix}`, 'policy.model.context');
+  if (h.length === 0 && heldOut.length > 0) throw new RunRefusedError(`no held-out prompt fits policy.model.context ${ctx} ${fix}`, 'policy.model.context');
   return { train: new ListPromptSource(t), heldOut: h, skipped: train.length - t.length + heldOut.length - h.length };
 }
 
@@ -189,7 +192,7 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
       if (cached) {
         checkpoint = sftDir;
         sft = { steps: cached.steps, seconds: cached.trainSeconds, finalLoss: cached.finalLoss, checkpoint, reused: true };
-        say(`SFT: reused the checkpoint trained ${cached.createdAt} with the same SFT settings, seed ${config.seed} and code version ${cached.codeVersion} (runs/.sft-cache/${cached.key}; RSTAR_SFT_CACHE=0 retrains)`);
+        say(`SFT: reused the checkpoint trained ${cached.createdAt} with the same SFT settings, seed ${config.seed} and code version ${cached.codeVersion} (runs/.sft-cache/${cached.key}; --no-sft-cache or RSTAR_SFT_CACHE=0 retrains)`);
       } else {
         say(`SFT: ${config.sft.steps} steps, batch ${config.sft.batchSize}`);
         const r = await runSft(

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseRunConfig, parseRunConfigYaml } from './index';
+import { closestKey, objectKeysAt } from './schema.suggest';
+import { RunConfigSchema } from './run-config';
+
+const stage = { name: 'rl', steps: 2, promptsPerStep: 2, groupSize: 4, maxResponseTokens: 64, lr: 0.001 };
+const refused = (input: unknown): ConfigError => {
+  try {
+    parseRunConfig(input);
+  } catch (e) {
+    return e as ConfigError;
+  }
+  throw new Error('the config was accepted');
+};
+
+describe('run config errors name the field and the fix', () => {
+  it('a misspelt key is named with the key probably meant, at any depth', () => {
+    const e = refused({ name: 'x', stages: [{ ...stage, groupSize: undefined, groupSiz: 4 }], evall: {} });
+    expect(e).toBeInstanceOf(ConfigError);
+    expect(e.message).toContain('stages.0: unknown key "groupSiz" (did you mean "groupSize"?)');
+    expect(e.message).toContain('(root): unknown key "evall" (did you mean "eval"?)');
+    expect(refused({ name: 'x', stages: [stage], tool: { timeoutMS: 10 } }).message).toContain('tool: unknown key "timeoutMS" (did you mean "timeoutMs"?)');
+    // Nothing close: the accepted keys are listed instead of a guess.
+    const far = refused({ name: 'x', stages: [stage], banana: 1 }).message;
+    expect(far).toContain('(root): unknown key "banana"; accepted: name, seed, policy');
+    expect(far).not.toContain('did you mean');
+  });
+
+  it('finds the object schema behind defaults, optionals and arrays', () => {
+    expect(objectKeysAt(RunConfigSchema, ['stages', 3])).toContain('maxResponseTokens');
+    expect(objectKeysAt(RunConfigSchema, ['eval'])).toEqual(['samples', 'temperature', 'maxTurns', 'maxResponseTokens']);
+    expect(objectKeysAt(RunConfigSchema, ['stages', 0, 'lr'])).toEqual([]);
+    expect(closestKey('maxResponseToken', ['maxTurns', 'maxResponseTokens'])).toBe('maxResponseTokens');
+    expect(closestKey('lr', ['name', 'steps'])).toBeNull();
+  });
+
+  it("a response budget that leaves the built-in policy's context no room for a prompt is refused by validation", () => {
+    const e = refused({ name: 'x', stages: [stage, { ...stage, name: 'rl-2', maxResponseTokens: 400 }] });
+    expect(e.field).toBe('stages.1.maxResponseTokens');
+    expect(e.message).toMatch(/stages\.1\.maxResponseTokens is 400, but policy\.model\.context is 160.*lower stages\.1\.maxResponseTokens or raise policy\.model\.context/);
+    expect(refused({ name: 'x', stages: [stage], eval: { maxResponseTokens: 160 } }).field).toBe('eval.maxResponseTokens');
+    expect(parseRunConfig({ name: 'x', policy: { model: { context: 512 } }, stages: [{ ...stage, maxResponseTokens: 400 }] }).stages[0].maxResponseTokens).toBe(400);
+  });
+
+  it('a YAML syntax error names the file', () => {
+    expect(() => parseRunConfigYaml('name: x\nstages: [a\n', 'configs/mine.yaml')).toThrow(/^config configs\/mine\.yaml is not valid YAML: /);
+  });
+});
