@@ -40,7 +40,6 @@ const applied = () => counter('rstar_projection_events_total', 'Archived events 
 const lagGauge = () => gauge('rstar_projection_lag_events', 'Archived events a projection has not applied yet', ['projection']);
 const batchSeconds = () => histogram('rstar_projection_batch_seconds', 'Time to apply one batch of events (one transaction)', ['projection'], [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]);
 
-
 /**
  * Keeps the read models current from the archive (ARCHITECTURE §2 control-plane "projector"). Each
  * {@link step} is one transaction: lock this projection's checkpoint row, read the next batch of events
@@ -211,12 +210,12 @@ export class ReadModelProjector {
     }
     settleCounters(w, fold, earlier);
     const pick = <T>(map: Map<string, T>, keys: Set<string>) => [...keys].map((x) => map.get(x)!);
-    const w8 = this.writers;
-    await w8.runs.upsert(m, pick(w.runs, fold.dirty.runs) as RunEntity[]);
-    await w8.steps.upsert(m, pick(w.steps, fold.dirty.steps) as StepEntity[]);
-    await w8.groups.upsert(m, pick(w.groups, fold.dirty.groups) as GroupEntity[]);
-    await w8.rollouts.upsert(m, pick(w.rollouts, fold.dirty.rollouts) as RolloutEntity[]);
-    await w8.calls.upsert(m, pick(w.calls, fold.dirty.calls) as ToolCallEntity[]);
+    const out = this.writers;
+    await out.runs.upsert(m, pick(w.runs, fold.dirty.runs) as RunEntity[]);
+    await out.steps.upsert(m, pick(w.steps, fold.dirty.steps) as StepEntity[]);
+    await out.groups.upsert(m, pick(w.groups, fold.dirty.groups) as GroupEntity[]);
+    await out.rollouts.upsert(m, pick(w.rollouts, fold.dirty.rollouts) as RolloutEntity[]);
+    await out.calls.upsert(m, pick(w.calls, fold.dirty.calls) as ToolCallEntity[]);
   }
 
   private async loadSteps(m: EntityManager, keys: Array<{ runId: string; step: number }>): Promise<StepEntity[]> {
