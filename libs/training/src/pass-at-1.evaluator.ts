@@ -19,6 +19,12 @@ export interface PassAt1Options {
   toolMemoryMb?: number;
   /** Called after each finished rollout. */
   onProgress?: (done: number, total: number) => void;
+  /**
+   * Rollouts in flight at once (default 256). Each is an HTTP request to the engine; an engine decodes
+   * at most its batch (64 for the built-in one) and queues the rest, so more in flight buys nothing and
+   * thousands of sockets opened at once on a busy host overflow the server's accept queue (ECONNRESET).
+   */
+  maxInFlight?: number;
 }
 
 /** The result of a pass@1 evaluation. */
@@ -50,7 +56,8 @@ export function poolToolExecutor(pool: SandboxPool, outputChars?: number): ToolE
 /**
  * pass@1 of a policy behind an engine (PROTOCOL §4 reward): every prompt is rolled out `samples` times
  * with the real agent loop (tool calls executed in the sandbox), graded by libs/grader; truncated
- * rollouts score 0. All rollouts are in flight at once, so the engine decodes them as one batch.
+ * rollouts score 0. Up to `maxInFlight` rollouts are in flight at once (the engine batches them); each
+ * keeps its own sampling seed, so the order they start in does not change what they sample.
  */
 export async function evaluatePassAt1(
   engine: EngineAdapter, tokenizer: Tokenizer, tools: ToolExecutor, prompts: readonly Prompt[], opts: PassAt1Options,
@@ -59,24 +66,28 @@ export async function evaluatePassAt1(
   const total = prompts.length * opts.samples;
   let done = 0;
   const session = { generate: async (req: Parameters<EngineAdapter['generate']>[0]) => ({ ...(await engine.generate(req)), engineId: engine.id }) };
-  const rows = await Promise.all(
-    prompts.flatMap((p, i) =>
-      Array.from({ length: opts.samples }, async (_, k) => {
-        const r = await runRollout(
-          {
-            rolloutId: `eval:${p.promptId}:${k}`, problem: p.problem, compactPrompt: opts.compactPrompt,
-            sampling: { temperature: opts.temperature, topP: 1, seed: ((opts.seed ?? 0) * 1_000_003 + i * 1009 + k) >>> 1 },
-            budget: { maxTokens: opts.maxResponseTokens, maxTurns: opts.maxTurns },
-          },
-          { engine: session, tools, tokenizer },
-          { toolTimeoutMs: opts.toolTimeoutMs, toolMemoryMb: opts.toolMemoryMb },
-        );
-        const v = grade(r.responseText, p.gold, { problem: p.problem });
-        opts.onProgress?.(++done, total);
-        return { p, r, correct: v.correct && !r.truncated, extracted: v.extracted };
-      }),
-    ),
-  );
+  const jobs = prompts.flatMap((p, i) => Array.from({ length: opts.samples }, (_, k) => ({ p, i, k })));
+  const rows: Array<{ p: Prompt; r: Awaited<ReturnType<typeof runRollout>>; correct: boolean; extracted: string | null }> = new Array(jobs.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < jobs.length) {
+      const n = next++;
+      const { p, i, k } = jobs[n];
+      const r = await runRollout(
+        {
+          rolloutId: `eval:${p.promptId}:${k}`, problem: p.problem, compactPrompt: opts.compactPrompt,
+          sampling: { temperature: opts.temperature, topP: 1, seed: ((opts.seed ?? 0) * 1_000_003 + i * 1009 + k) >>> 1 },
+          budget: { maxTokens: opts.maxResponseTokens, maxTurns: opts.maxTurns },
+        },
+        { engine: session, tools, tokenizer },
+        { toolTimeoutMs: opts.toolTimeoutMs, toolMemoryMb: opts.toolMemoryMb },
+      );
+      const v = grade(r.responseText, p.gold, { problem: p.problem });
+      opts.onProgress?.(++done, total);
+      rows[n] = { p, r, correct: v.correct && !r.truncated, extracted: v.extracted };
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.maxInFlight ?? 256, jobs.length)) }, worker));
   const calls = rows.reduce((a, x) => a + x.r.toolCalls, 0);
   const errors = rows.reduce((a, x) => a + x.r.toolErrors, 0);
   return {

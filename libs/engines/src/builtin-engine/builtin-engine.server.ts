@@ -293,7 +293,9 @@ export async function startBuiltinEngine(opts: BuiltinEngineOptions): Promise<Bu
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(opts.port, opts.host ?? '127.0.0.1', () => resolve());
+    // A deep accept queue (the kernel caps it at net.core.somaxconn): while a batch computes, the event
+    // loop does not accept, and connections beyond Node's default of 511 would be reset.
+    server.listen({ port: opts.port, host: opts.host ?? '127.0.0.1', backlog: 4096 }, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
   return {
