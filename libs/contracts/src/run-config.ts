@@ -242,8 +242,7 @@ export function parseRunConfig(input: unknown): RunConfig {
   if (!hf) {
     // The built-in policy's context holds the prompt and the response: a budget that fills it leaves no prompt room.
     const ctx = c.policy.model.context;
-    const budgets: Array<[string, number]> = [...c.stages.map((s, i): [string, number] => [`stages.${i}.maxResponseTokens`, s.maxResponseTokens]), ['eval.maxResponseTokens', c.eval.maxResponseTokens]];
-    for (const [field, n] of budgets) {
+    for (const [field, n] of responseBudgets(c)) {
       if (n >= ctx) throw new ConfigError(`${field} is ${n}, but policy.model.context is ${ctx}: the prompt and the response must fit together (lower ${field} or raise policy.model.context)`, field);
     }
   }
@@ -251,6 +250,11 @@ export function parseRunConfig(input: unknown): RunConfig {
     throw new ConfigError('data.path is required when data.source is "file" (give a JSON-lines dataset)', 'data.path');
   }
   return c;
+}
+
+/** Every response token budget of a run config with its field path: each stage's, then the evaluation's. */
+export function responseBudgets(c: Pick<RunConfig, 'stages' | 'eval'>): Array<[field: string, tokens: number]> {
+  return [...c.stages.map((s, i): [string, number] => [`stages.${i}.maxResponseTokens`, s.maxResponseTokens]), ['eval.maxResponseTokens', c.eval.maxResponseTokens]];
 }
 
 /** Parse YAML text (read from `source`, named in a syntax error) into a validated run config. Throws {@link ConfigError}. */

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { existsSync } from 'node:fs';
-import { ids, makeEvent, parseRunConfig, streams, type EventData, type RunConfig } from '@rstar/contracts';
+import { ids, makeEvent, parseRunConfig, responseBudgets, streams, type EventData, type RunConfig } from '@rstar/contracts';
 import { connectRuntime, type Runtime } from '@rstar/runtime';
 import { OptimizationHandler, resumePoint, totalSteps } from './driver';
 import type { Prompt } from './driver';
@@ -104,8 +104,7 @@ export function heldOutEvalOptions(config: RunConfig): PassAt1Options {
 /** {@link promptsFittingContext} over a run's pools; refuses a run left without prompts. */
 function promptsThatFit(config: RunConfig, train: readonly Prompt[], heldOut: readonly Prompt[]): { train: ListPromptSource; heldOut: Prompt[]; skipped: number } {
   const ctx = config.policy.model.context;
-  const budgets: Array<[string, number]> = [['eval.maxResponseTokens', config.eval.maxResponseTokens], ...config.stages.map((s, i): [string, number] => [`stages.${i}.maxResponseTokens`, s.maxResponseTokens])];
-  const [largest, budget] = budgets.reduce((a, b) => (b[1] > a[1] ? b : a));
+  const [largest, budget] = responseBudgets(config).reduce((a, b) => (b[1] > a[1] ? b : a));
   const t = promptsFittingContext(train, ctx, budget);
   const h = promptsFittingContext(heldOut, ctx, budget);
   // A prompt fits when its tokens plus the largest response budget fit the context: name both knobs.
