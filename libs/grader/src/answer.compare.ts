@@ -1,7 +1,9 @@
 import { parseAnswer, type AnswerNode } from './answer.parser';
 import { GraderError } from './errors';
 import { type Equality } from './expression.compare';
+import { evaluate } from './expression.evaluator';
 import { compareLeaves, parsedLeaf, type CompareContext } from './leaf.compare';
+import { differentNames, isBareVariable, labelName, sameLabel } from './label.names';
 import { phraseValue } from './phrase.value';
 import {
   boundVariables,
@@ -9,6 +11,7 @@ import {
   compareRatios,
   compareRelations,
   comparePart,
+  isConstant,
   matchOrdered,
   matchUnordered,
   toSetParts,
@@ -43,7 +46,7 @@ function items(n: AnswerNode, ctx: CompareContext): Item[] {
   if (n.kind === 'list') return n.items.flatMap((i) => items(i, ctx));
   const c = chainValue(n, ctx);
   if (c === 'inconsistent') return [{ label: null, value: n, inconsistent: true }];
-  if (c) return [{ label: c.label?.kind === 'expr' ? c.label.latex.trim() : null, value: c.value }];
+  if (c) return [{ label: c.label ? labelName(c.label) : null, value: c.value }];
   return [{ label: null, value: n }];
 }
 
@@ -138,9 +141,20 @@ function compareLists(pred: AnswerNode, gold: AnswerNode, ctx: CompareContext): 
     }
     if (!(gs.length === 1 && ps.length > 1)) return { equality: 'different', rule: 'structure' };
   }
+  const named = (xs: Item[]) => xs.every((i) => i.label !== null);
   if (gs.length === 1 && ps.length > 1) {
-    const asked = ctx.hints?.askedVariable;
     const labels = ps.map((p) => p.label);
+    const goldName = gs[0].label;
+    if (goldName !== null && named(ps)) {
+      // The gold names its unknown (`a = 4`): the prediction's value of that unknown answers it (rule `variable`).
+      const hits = ps.filter((p) => p.label === goldName);
+      if (hits.length === 0) return { equality: 'different', rule: 'variable' };
+      // Two different values of the one unknown (`x = 2, x = 3`) are a hedge (rule 9).
+      const hit = hits[0];
+      if (hits.some((h) => eq(h.value, hit.value) !== 'equal')) return { equality: 'different', rule: 'hedged' };
+      return { ...compareNodes(hit.value, gs[0].value, sub), rule: 'labelled_list', pred: hit.value, gold: gs[0].value };
+    }
+    const asked = ctx.hints?.askedVariable;
     if (asked && labels.every((l) => l !== null) && new Set(labels).size === labels.length) {
       const hit = ps.find((p) => p.label === asked || p.label?.toLowerCase() === asked.toLowerCase());
       if (hit) return { ...compareNodes(hit.value, gs[0].value, sub), rule: 'asked_variable', pred: hit.value, gold: gs[0].value };
@@ -151,8 +165,10 @@ function compareLists(pred: AnswerNode, gold: AnswerNode, ctx: CompareContext): 
   }
   const pl = ps.map((p) => p.label);
   const gl = gs.map((g) => g.label);
-  const named = (ls: (string | null)[]) => ls.every((l) => l !== null) && new Set(ls).size === ls.length;
-  if (ps.length === gs.length && named(pl) && named(gl) && pl.every((l) => gl.includes(l))) {
+  // Both sides name every value and the names differ: values of other unknowns (rule `variable`).
+  if (named(ps) && named(gs) && differentNames(pl as string[], gl as string[])) return { equality: 'different', rule: 'variable' };
+  const unique = (ls: (string | null)[]) => ls.every((l) => l !== null) && new Set(ls).size === ls.length;
+  if (ps.length === gs.length && unique(pl) && unique(gl) && pl.every((l) => gl.includes(l))) {
     const byLabel = ps.map((p) => [p.value, gs.find((g) => g.label === p.label)!.value] as const);
     return { equality: byLabel.reduce<Equality>((acc, [a, b]) => (acc === 'different' ? acc : both(acc, eq(a, b))), 'equal'), rule: 'labelled_list' };
   }
@@ -169,6 +185,39 @@ const intervalish = (n: AnswerNode): boolean =>
   n.kind === 'union' || n.kind === 'reals' || n.kind === 'empty' || n.kind === 'relation' ||
   (n.kind === 'tuple' && (n.open === '[' || n.close === ']' || n.items.some((i) => i.kind === 'expr' && /\\infty/.test(i.latex))));
 
+/** `[a, b, ..]` without an infinite end: an interval or a list of values. */
+function squareBrackets(n: AnswerNode): n is Extract<AnswerNode, { kind: 'tuple' }> {
+  return n.kind === 'tuple' && n.open === '[' && n.close === ']' && !n.items.some((i) => i.kind === 'expr' && /\\infty/.test(i.latex));
+}
+
+/** The value of a constant leaf as a double, or null. */
+function constantValue(n: AnswerNode): number | null {
+  if (n.kind !== 'expr' || !isConstant(n)) return null;
+  try {
+    const v = evaluate(parsedLeaf(n.latex)).approx;
+    return Number.isFinite(v) ? v : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Square brackets that cannot hold an interval hold a list of values (rule `list_values`): three or more
+ * items, or a pair in decreasing order (`[5, 2]`, eigenvalues); unless the problem asks for an interval.
+ */
+function valueList(n: AnswerNode, ctx: CompareContext): boolean {
+  if (!squareBrackets(n)) return false;
+  if (n.items.length >= 3) return true;
+  if (n.items.length !== 2 || ctx.hints?.interval) return false;
+  const lo = constantValue(n.items[0]);
+  const hi = constantValue(n.items[1]);
+  return lo !== null && hi !== null && lo > hi;
+}
+
+function asList(n: AnswerNode): AnswerNode {
+  return squareBrackets(n) ? { kind: 'list', items: n.items, braces: false } : n;
+}
+
 /** A ratio of two parts is the quotient (`11:21` = `\frac{11}{21}`). */
 function ratioAsExpr(n: AnswerNode): AnswerNode {
   if (n.kind !== 'ratio' || n.parts.length !== 2 || n.parts.some((p) => p.kind !== 'expr')) return n;
@@ -176,12 +225,27 @@ function ratioAsExpr(n: AnswerNode): AnswerNode {
   return { kind: 'expr', latex: `\\frac{${a.latex}}{${b.latex}}` };
 }
 
-/** `f(t) = ..` against `f(x) = ..`: the prediction's bound variable renamed to the gold's (rule `renamed_variable`). */
+/** `f(t) = ..` against `f(x) = ..` (or `k(t)`): the prediction's bound variable renamed to the gold's (rule `renamed_variable`). */
 function renameFor(pLabel: AnswerNode | null, gLabel: AnswerNode | null): Map<string, string> | null {
   const p = pLabel ? boundVariables(pLabel) : null;
   const g = gLabel ? boundVariables(gLabel) : null;
-  if (!p || !g || p.name !== g.name || p.args.length !== g.args.length || p.args.every((a, i) => a === g.args[i])) return null;
+  if (!p || !g || p.args.length !== g.args.length || p.args.every((a, i) => a === g.args[i])) return null;
   return new Map(p.args.map((a, i) => [a, g.args[i]]));
+}
+
+/** A gold that is one letter a-e (either case): an option's letter, upper-cased. */
+export function optionLetter(n: AnswerNode): string | null {
+  return n.kind === 'expr' && /^[a-eA-E]$/.test(n.latex.trim()) ? n.latex.trim().toUpperCase() : null;
+}
+
+/** Two chains that name different quantities: equal only as one equation (`y = 2x + 3`, `x = \frac{y-3}{2}`). */
+function differentlyNamed(pred: AnswerNode, gold: AnswerNode, ctx: CompareContext): NodeComparison {
+  const twoSided = (n: AnswerNode) => n.kind === 'relation' && n.ops.length === 1 && n.ops[0] === '=';
+  if (pred.kind === 'relation' && gold.kind === 'relation' && twoSided(pred) && twoSided(gold)) {
+    const r = compareRelations(pred, gold, ctx);
+    if (r.equality === 'equal') return r;
+  }
+  return { equality: 'different', rule: 'variable' };
 }
 
 /**
@@ -196,6 +260,10 @@ export function compareNodes(pred: AnswerNode, gold: AnswerNode, ctx: CompareCon
   // With the problem's options, a gold that is one lower-case letter (`c`) names an option.
   if (gold.kind === 'expr' && /^[a-e]$/.test(gold.latex.trim()) && ctx.hints?.choices?.has(gold.latex.trim().toUpperCase()))
     return compareNodes(pred, { kind: 'choice', letter: gold.latex.trim().toUpperCase() }, ctx);
+  // A gold that is one option letter (`c`) against an answer written as an option (`c)`, `(C)`, `Option C`).
+  const letter = optionLetter(gold);
+  if (letter && (pred.kind === 'choice' || (pred.kind === 'text' && /^(?:option|choice|answer)\s+[a-e]\b/.test(pred.words))))
+    return compareNodes(pred, { kind: 'choice', letter }, ctx);
   if (ctx.hints?.definitions && gold.kind !== 'text') {
     const value = definedValue(pred, ctx);
     if (value && !(gold.kind === 'expr' && gold.latex.trim() === (pred as { latex?: string }).latex?.trim()))
@@ -209,20 +277,30 @@ export function compareNodes(pred: AnswerNode, gold: AnswerNode, ctx: CompareCon
   const gv = gc && gc !== 'inconsistent' ? gc : null;
   const pv = pc && pc !== 'inconsistent' ? pc : null;
   if (gv && pv) {
+    // Both name the quantity: a value of another unknown (`t = 4` against `s = 4`) is not the answer. The two
+    // may still be one equation solved for different names (`y = 2x + 3`, `x = \frac{y - 3}{2}`).
+    if (gv.label && pv.label && !sameLabel(pv.label, gv.label)) return differentlyNamed(pred, gold, ctx);
     const rename = renameFor(pv.label, gv.label);
     if (rename) return { ...compareNodes(pv.value, gv.value, { ...ctx, rename }), rule: 'renamed_variable', pred: pv.value, gold: gv.value };
     return compareNodes(pv.value, gv.value, ctx);
   }
+  // `a = 4, r = 0` against `a = 4`: the value of the unknown the gold names.
+  if (gv && gv.label && pred.kind === 'list') return compareLists(pred, gold, ctx);
   if (gv && pred.kind !== 'relation') return compareNodes(pred, gv.value, ctx);
   if (pv && gold.kind !== 'relation') {
+    // With the problem: the value of an unknown other than the one it asks for (`Solve .. for s.`, `t = 4`).
+    const asked = ctx.hints?.askedVariable;
+    const name = pv.label ? labelName(pv.label) : null;
+    if (asked && isBareVariable(name) && name.toLowerCase() !== asked.toLowerCase()) return { equality: 'different', rule: 'variable', pred: pv.value };
     const r = compareNodes(pv.value, gold, ctx);
     return pv.label === null && r.equality === 'equal' && pred.kind === 'relation' && pred.ops.length > 0 ? { ...r, rule: 'chain', pred: pv.value } : r;
   }
   if (gold.kind === 'relation' && pred.kind === 'relation') return compareRelations(pred, gold, ctx);
 
-  // A list of values in square brackets (eigenvalues, roots) is a list, not an interval, when the gold is a list.
-  if (gold.kind === 'list' && pred.kind === 'tuple' && pred.open === '[' && pred.close === ']' && !pred.items.some((i) => i.kind === 'expr' && /\\infty/.test(i.latex))) {
-    const r = compareLists({ kind: 'list', items: pred.items, braces: false }, gold, ctx);
+  // A list of values in square brackets (eigenvalues, roots) is a list, not an interval, when the gold is a
+  // list or when either side cannot be an interval (`[5, 2]`, three or more items).
+  if ((gold.kind === 'list' && squareBrackets(pred)) || (valueList(pred, ctx) && (gold.kind === 'list' || squareBrackets(gold))) || (valueList(gold, ctx) && (pred.kind === 'list' || squareBrackets(pred)))) {
+    const r = compareLists(asList(pred), asList(gold), ctx);
     return { ...r, rule: r.rule === 'set' ? 'list_values' : r.rule };
   }
   const gSet = toSetParts(gold);

@@ -75,6 +75,24 @@ function cleanMarked(s: string): string | null {
   return t.length > 0 ? t : null;
 }
 
+/** `The answer is`, `So the final answer is:`, `Answer:` at the start of an answer (in a `\text{}` or not). */
+const LEADING_MARKER =
+  /^\s*(?:\\(?:text|textbf|textrm|mathrm|mbox)\s*\{\s*)?(?:(?:so|thus|therefore|hence)\s*,?\s+)?(?:the\s+)?(?:final\s+|correct\s+)?answer\s*(?:is\s*:?|:)\s*(\}\s*)?/i;
+
+/**
+ * An answer without the phrase that introduces it (`The answer is 12 * 5 / 4 = 15` -> `12 * 5 / 4 = 15`):
+ * what a model writes inside a box or a source records as its answer. Unchanged when nothing follows.
+ */
+export function stripAnswerMarker(answer: string): string {
+  const m = LEADING_MARKER.exec(answer);
+  if (!m) return answer;
+  const rest = answer.slice(m[0].length);
+  // The phrase opened a `\text{` that goes on after it (`\text{The answer is 15}`): keep the brace balanced.
+  const opened = /^\s*\\[a-z]+\s*\{/i.test(answer) && !m[1];
+  const out = opened ? `\\text{${rest}` : rest;
+  return out.trim() ? out : answer;
+}
+
 /** The region an answer may come from: inside the last `<answer>` block, else after the last `</think>`. */
 function answerRegion(text: string): string {
   const close = text.lastIndexOf('</answer>');

@@ -55,6 +55,40 @@ function agreesAtOwnPrecision(p: DecimalLiteral, g: Rational): boolean {
   return roundDecimals(g, p.decimals).equals(p.value) || truncateDecimals(g, p.decimals).equals(p.value);
 }
 
+/** Fewest significant digits the coarser side carries for rule `decimal_precision` (`0.3` is not `0.33333`). */
+const MIN_SIGNIFICANT = 3;
+
+/** `fine` rounded to `k` decimals is `coarse` (halves either way: half-up and half-even both round a tie). */
+function roundsTo(fine: Rational, k: number, coarse: Rational): boolean {
+  if (roundDecimals(fine, k).equals(coarse)) return true;
+  const twiceGap = fine.sub(coarse).mul(new Rational(2n * pow10(k)));
+  return twiceGap.equals(Rational.ONE) || twiceGap.equals(Rational.ONE.neg());
+}
+
+/** A decimal that states a precision: at least one decimal, 3 significant digits, not a whole number (`22.0`). */
+function statesPrecision(d: DecimalLiteral): boolean {
+  return d.decimals > 0 && d.significant >= MIN_SIGNIFICANT && !d.value.isInteger();
+}
+
+/**
+ * Rule `decimal_precision` (GRADING-RULES.md; no problem needed): a prediction and a gold both written
+ * as decimals, to different numbers of decimals, agree when the finer one rounded to the coarser one's
+ * decimals is the coarser one (`41.67` and `41.6667`, `2.718` and `2.71828183`, either way round). The
+ * coarser must state a precision (at least one decimal and 3 significant digits, and neither side a whole
+ * number): `3` is not `3.4`, `0.3` is not `0.33333`, `22.0` is not `22.04`. A value cut instead of rounded
+ * (`41.66`) does not agree.
+ */
+export function agreesAtCoarserPrecision(p: DecimalLiteral, g: DecimalLiteral): boolean {
+  if (p.decimals === g.decimals || p.value.isInteger() || g.value.isInteger()) return false;
+  const [coarse, fine] = p.decimals < g.decimals ? [p, g] : [g, p];
+  return statesPrecision(coarse) && roundsTo(fine.value, coarse.decimals, coarse.value);
+}
+
+/** A decimal read as a percentage of itself (`41.67%` -> 0.4167): two more decimals, the same digits. */
+export function hundredthOf(d: DecimalLiteral): DecimalLiteral {
+  return { value: d.value.div(new Rational(100n)), decimals: d.decimals + 2, significant: d.significant };
+}
+
 /** What the problem says about precision (problem-aware mode); see `problem.hints.ts`. */
 export interface PrecisionHints {
   /** Decimals asked for ("nearest hundredth" = 2), or significant figures asked for. */
@@ -66,7 +100,7 @@ export interface PrecisionHints {
 
 export interface ApproximationVerdict {
   equal: boolean;
-  rule: 'rounding' | 'approximate' | 'significant_digits';
+  rule: 'rounding' | 'approximate' | 'significant_digits' | 'decimal_precision';
 }
 
 /**
@@ -80,6 +114,8 @@ export interface ApproximationVerdict {
  *   gold at the coarser of the two precisions (rounded or cut), with at least 3 significant digits.
  * - `significant_digits` (no problem needed): 6 or more significant digits, correctly rounded or cut,
  *   against an exact non-integer rational gold that is not itself a decimal.
+ * - `decimal_precision` (no problem needed, and no precision asked): a decimal gold, agreement at the
+ *   coarser of the two precisions ({@link agreesAtCoarserPrecision}).
  */
 export function approximateDecimal(
   pred: DecimalLiteral,
@@ -115,5 +151,6 @@ export function approximateDecimal(
   if (gold.exact && !goldLiteral && !gold.exact.isInteger() && pred.significant >= 6 && pred.decimals > 0) {
     return agreesAtOwnPrecision(pred, gold.exact) ? { equal: true, rule: 'significant_digits' } : null;
   }
+  if (goldLiteral && agreesAtCoarserPrecision(pred, goldLiteral)) return { equal: true, rule: 'decimal_precision' };
   return null;
 }

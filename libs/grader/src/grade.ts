@@ -1,12 +1,13 @@
 import { performance } from 'node:perf_hooks';
-import { extractAnswer, lastBoxes } from './answer.extractor';
-import { compareNodes, leafLatex, leavesParse, percentPairs, type NodeComparison } from './answer.compare';
+import { extractAnswer, lastBoxes, stripAnswerMarker } from './answer.extractor';
+import { compareNodes, leafLatex, leavesParse, optionLetter, percentPairs, type NodeComparison } from './answer.compare';
 import { describeNode, parseAnswer, type AnswerNode } from './answer.parser';
 import { GraderError } from './errors';
 import { isComplexConstant } from './complex.evaluator';
 import { freeVariables, parseLatex } from './expression.evaluator';
 import { normalizeLatex, type NormalizedAnswer } from './latex.normalizer';
 import { problemHints, type ProblemHints } from './problem.hints';
+import { agreesAtCoarserPrecision, decimalLiteral, hundredthOf } from './decimal.approximation';
 import { Rational } from './rational';
 import { toSympy } from './sympy.serializer';
 import type { SymbolicBackend } from './symbolic.port';
@@ -78,6 +79,15 @@ function numericFastPath(pred: string, predPct: boolean, gold: string, goldPct: 
   return percentPairs(p, g, { predPercent: predPct, goldPercent: goldPct }, (x) => x.div(hundred)).some(([a, b]) => a.equals(b));
 }
 
+/** Rule `decimal_precision` for two plain decimal numbers (rule 5's readings of `%` included). */
+function decimalPrecisionFastPath(pred: string, predPct: boolean, gold: string, goldPct: boolean): boolean {
+  if (!pred.includes('.') && !gold.includes('.')) return false;
+  const p = decimalLiteral(pred);
+  const g = decimalLiteral(gold);
+  if (!p || !g) return false;
+  return percentPairs(p, g, { predPercent: predPct, goldPercent: goldPct }, hundredthOf).some(([a, b]) => agreesAtCoarserPrecision(a, b));
+}
+
 /** A gold normalised and parsed once: the rollouts of a group (and a replay) grade against the same gold. */
 interface PreparedGold {
   normalized: NormalizedAnswer;
@@ -121,7 +131,7 @@ function parsePrediction(text: string, gold: AnswerNode, goldText: string, hints
     // `(C) 12` answers choice C: against a lettered gold (or with the problem's options) the letter decides,
     // otherwise the restated value does.
     const letter = lead[1].toUpperCase();
-    if (gold.kind === 'choice' || hints?.choices?.has(letter)) return { kind: 'choice', letter };
+    if (gold.kind === 'choice' || optionLetter(gold) !== null || hints?.choices?.has(letter)) return { kind: 'choice', letter };
     return parseAnswer(lead[2]);
   }
   return parseAnswer(decimalComma(text, goldText));
@@ -141,7 +151,7 @@ function gradeCore(prediction: string, gold: string, opts: GradeOptions): Core {
   const base = { extracted, normalizedPrediction: null, normalizedGold: ng.text || null };
   if (!ng.text) return { verdict: { ...base, correct: false, rule: 'gold_unparsed' } };
   if (extracted === null) return { verdict: { ...base, correct: false, rule: 'no_answer' } };
-  let np: NormalizedAnswer = normalizeLatex(extracted);
+  let np: NormalizedAnswer = normalizeLatex(stripAnswerMarker(extracted));
   const normalizedPrediction = np.text || null;
   const out = (correct: boolean, rule: string, r?: NodeComparison, nodes?: [AnswerNode, AnswerNode]): Omit<Verdict, 'ms'> => {
     const v: Omit<Verdict, 'ms'> = { ...base, normalizedPrediction, correct, rule };
@@ -161,6 +171,7 @@ function gradeCore(prediction: string, gold: string, opts: GradeOptions): Core {
   } else if (np.unit && ng.unit && unitMismatch(np.unit, ng.unit)) return { verdict: out(false, 'unit_mismatch') };
   const fast = numericFastPath(np.text, np.percent, ng.text, ng.percent);
   if (fast === true || (fast === false && !hints?.approximate && hints?.decimals === undefined && hints?.significantFigures === undefined)) {
+    if (fast === false && decimalPrecisionFastPath(np.text, np.percent, ng.text, ng.percent)) return { verdict: out(true, unitRule ?? 'decimal_precision') };
     return { verdict: out(fast, unitRule ?? (np.percent || ng.percent ? 'percent' : 'numeric')) };
   }
   // A gold that does not parse is reported as such (never a silent false).

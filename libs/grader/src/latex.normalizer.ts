@@ -86,6 +86,8 @@ export function normalizeLatex(input: string): NormalizedAnswer {
   s = s.replace(/^\s*([+-]?)\s*(?:inf|infinity)\s*$/i, '$1\\infty');
   s = lineBreaksToRows(s);
   s = s.replace(/\$/g, ' ');
+  // GSM8K's calculator notes (`12*5=<<12*5=60>>60`) repeat a step; `≈` is `\approx`.
+  s = s.replace(/<<[^<>]{0,200}>>/g, ' ').replace(/≈/g, ' \\approx ');
   s = s.replace(/\\(?:displaystyle|textstyle|scriptstyle)\b/g, ' ');
   s = s.replace(/\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big)(?![a-zA-Z])\s*\.?/g, '');
   s = s.replace(/\\langle(?![a-zA-Z])/g, '(').replace(/\\rangle(?![a-zA-Z])/g, ')');

@@ -98,6 +98,8 @@ class Parser {
       const implicit = !info && /^[A-Za-z_(\d.]/.test(op) && minPrec <= 2;
       if (implicit) {
         const b = this.expr(3);
+        // `15 apples`, `The answer is 12`: words beside a value are prose, not a product of names.
+        if (isWord(a) || isWord(b)) throw new PlainTextSyntaxError('words');
         a = { t: 'bin', op: '*', a, b };
         continue;
       }
@@ -154,6 +156,11 @@ class Parser {
 const GREEK = new Set(['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'theta', 'lambda', 'mu', 'sigma', 'phi', 'omega', 'tau', 'rho', 'psi', 'eta', 'kappa', 'nu', 'xi', 'zeta', 'chi']);
 const TRIG = new Set(['sin', 'cos', 'tan', 'sec', 'csc', 'cot', 'sinh', 'cosh', 'tanh', 'arcsin', 'arccos', 'arctan']);
 const ARC: Record<string, string> = { asin: 'arcsin', acos: 'arccos', atan: 'arctan' };
+
+/** A name of three or more letters that is not a constant or a Greek letter: an English word. */
+function isWord(n: Node): boolean {
+  return n.t === 'id' && /^[A-Za-z]{3,}$/.test(n.v) && !GREEK.has(n.v) && !['pi', 'Pi', 'inf', 'infinity', 'Infinity'].includes(n.v);
+}
 
 function idLatex(v: string): string {
   if (v === 'pi' || v === 'Pi') return '\\pi';

@@ -21,6 +21,8 @@ export interface ProblemHints extends PrecisionHints {
   askedVariable?: string;
   /** The question asks for several unknowns (`Find the width and the length`): several boxes may answer it. */
   severalUnknowns?: boolean;
+  /** The answer is an interval (`interval notation`, `the range`, `the domain`): `[5, 2]` is not a list of values. */
+  interval?: boolean;
   /** The angle unit asked for (`in radians`, `in degrees`). */
   angle?: 'degrees' | 'radians';
   /** The problem text, lower-cased with spaces collapsed: numbers it states are not an answer's value. */
@@ -123,7 +125,9 @@ function unitOf(problem: string, t: string): UnitSpec | undefined {
   return undefined;
 }
 
-const ORDERED = /\brespectively\b|\bseparately\b|\brespective\b|\bin\s+(?:that|this|the\s+same|the\s+given|increasing|decreasing|ascending|descending)\s+order\b|\bpath\b/;
+const ORDERED = /\bvector\b|\brespectively\b|\bseparately\b|\brespective\b|\bin\s+(?:that|this|the\s+same|the\s+given|increasing|decreasing|ascending|descending)\s+order\b|\bpath\b/;
+
+const INTERVAL = /\binterval\b|\brange\b|\bdomain\b|\bfor\s+which\s+values\b|\binequality\b/;
 
 function askedVariableOf(text: string): string | undefined {
   const t = text.trim();
@@ -200,6 +204,7 @@ export function problemHints(problem: string): ProblemHints {
   const choices = choicesOf(tail);
   if (choices) hints.choices = choices;
   if (ORDERED.test(t)) hints.ordered = true;
+  if (INTERVAL.test(t)) hints.interval = true;
   const definitions = definitionsOf(tail);
   if (definitions.size > 0) hints.definitions = definitions;
   const asked = askedVariableOf(tail);

@@ -66,6 +66,12 @@ function approximatelyEqual(a: AnswerNode, b: AnswerNode): boolean {
   }
 }
 
+/** `12 x 5` -> `12 \times 5` in a leaf (the reading of `x` between numbers in a chain of values). */
+function timesSign(n: AnswerNode): AnswerNode {
+  if (n.kind !== 'expr' || !/\d\s+x\s+\d/.test(n.latex)) return n;
+  return { kind: 'expr', latex: n.latex.replace(/(\d)\s+x\s+(?=\d)/g, '$1 \\times ') };
+}
+
 /** What a chain of `=` / `\approx` reduces to. */
 export type ChainValue = { value: AnswerNode; label: AnswerNode | null } | 'inconsistent';
 
@@ -101,7 +107,12 @@ export function chainValue(n: AnswerNode, ctx: CompareContext, restatedLabel = f
     label = sides[1];
     sides = [sides[0]];
     ops = [];
-  } else if (!sides.every(isConstant)) return null;
+  } else if (!sides.every(isConstant)) {
+    // `12 x 5 / 4 = 15`: between two numbers, with spaces, an `x` is a multiplication sign (in a chain only).
+    const timesRead = sides.map(timesSign);
+    if (!timesRead.every(isConstant)) return null;
+    sides = timesRead;
+  }
   for (let k = 0; k < ops.length; k++) {
     const agree = ops[k] === '=' ? compareNodes(sides[k], sides[k + 1], { predPercent: false, goldPercent: false, hints: ctx.hints }).equality === 'equal' : approximatelyEqual(sides[k], sides[k + 1]);
     if (!agree) return 'inconsistent';
@@ -248,6 +259,41 @@ export function matchOrdered(preds: AnswerNode[], golds: AnswerNode[], ctx: Comp
   return preds.reduce<Equality>((acc, p, i) => both(acc, compareNodes(p, golds[i], ctx).equality), 'equal');
 }
 
+/** The unknown a solved one-variable relation is about (`x` in `x < 4`, `-x > -1`, `1 \leq |x| \leq 2`, `x \in [1, 2]`). */
+function solvedVariable(n: Relation): string | null {
+  for (const s of n.sides) {
+    const v = bareVariable(s) ?? negatedVariable(s) ?? absVariable(s);
+    if (v) return v;
+  }
+  return null;
+}
+
+const ORDER_OPS = new Set(['<', '>', '\\leq', '\\geq', '=']);
+const ASCENDING: Record<string, string> = { '>': '<', '\\geq': '\\leq', '=': '=' };
+
+/** A chain of `<`, `\leq` (or of `>`, `\geq`) written in ascending order: `c > b > a` is `a < b < c`. */
+function ascendingChain(n: Relation): { ops: string[]; sides: AnswerNode[] } | null {
+  if (!n.ops.every((o) => ORDER_OPS.has(o))) return null;
+  const descending = n.ops.some((o) => o === '>' || o === '\\geq');
+  if (!descending) return { ops: n.ops, sides: n.sides };
+  // A mixed chain (`a < b > c`) is compared as written.
+  if (n.ops.some((o) => o === '<' || o === '\\leq')) return { ops: n.ops, sides: n.sides };
+  return { ops: [...n.ops].reverse().map((o) => ASCENDING[o]), sides: [...n.sides].reverse() };
+}
+
+/**
+ * Rule `relation` for chains of order relations between expressions (`g(3) < g(0) < g(5)`, an ordering
+ * asked for): the same relations between the same sides in the same order, a chain read either way
+ * (`g(5) > g(0) > g(3)`). Different when the relations or a side differ.
+ */
+function compareOrderChains(p: Relation, g: Relation, ctx: CompareContext): Equality {
+  const pc = ascendingChain(p);
+  const gc = ascendingChain(g);
+  if (!pc || !gc) return 'unknown';
+  if (pc.ops.length !== gc.ops.length || pc.ops.some((o, i) => o !== gc.ops[i])) return 'different';
+  return matchOrdered(pc.sides, gc.sides, ctx);
+}
+
 function oriented(n: Relation): { op: string; sides: AnswerNode[] } | null {
   if (n.sides.length !== 2) return null;
   const op = n.ops[0];
@@ -264,7 +310,14 @@ function leafJson(n: AnswerNode, ctx: CompareContext | null): MathJson | null {
 export function compareRelations(p: Relation, g: Relation, ctx: CompareContext): NodeComparison {
   const pi = toSetParts(p);
   const gi = toSetParts(g);
-  if (pi && gi) return { equality: matchUnordered(pi, gi, (a, b) => comparePart(a, b, ctx)), rule: 'inequality' };
+  if (pi && gi) {
+    // `t < 4` is not `x < 4`: a solved inequality in another unknown (rule `variable`).
+    const pv = solvedVariable(p);
+    const gv = solvedVariable(g);
+    if (pv !== null && gv !== null && pv !== gv) return { equality: 'different', rule: 'variable' };
+    return { equality: matchUnordered(pi, gi, (a, b) => comparePart(a, b, ctx)), rule: 'inequality' };
+  }
+  if (p.sides.length > 2 || g.sides.length > 2) return { equality: compareOrderChains(p, g, ctx), rule: 'relation' };
   const po = oriented(p);
   const go = oriented(g);
   if (!po || !go) return { equality: 'unknown', rule: 'relation' };

@@ -51,7 +51,7 @@ const MORE_CASES: [string, string, boolean][] = [
   ['\\text{even}', '\\text{odd}', false], ['\\text{True}', '\\text{true}', true], ['no', 'yes', false],
   ['1\\frac{1}{2}', '\\frac32', true], ['-1\\frac{1}{2}', '-\\frac32', true], ['1 \\frac{1}{2}', '1.5', true],
   ['3 \\text{ or } 5', '3', false], ['3 \\text{ and } 5', '5, 3', true], ['1,000,000', '10^6', true], ['1,000,00', '100000', false],
-  ['\\sqrt{2}', '1.41421356', true], ['1.41421356', '1.41421356', true], ['1.4142', '1.41421356', false],
+  ['\\sqrt{2}', '1.41421356', true], ['1.41421356', '1.41421356', true], ['1.4142', '1.41421356', true], ['1.4143', '1.41421356', false],
   ['\\frac{22}{7}', '3.142857', false], ['0.1', '\\frac{1}{10}', true], ['\\dfrac{\\sqrt{5}-1}{2}', '\\frac{-1+\\sqrt5}{2}', true],
   ['\\frac{1}{2}\\sqrt{2}', '\\frac{\\sqrt{2}}{2}', true], ['\\sqrt{2}+\\sqrt{3}', '\\sqrt{5+2\\sqrt6}', true], ['\\sqrt{2}+\\sqrt{3}', '\\sqrt5', false],
   ['\\log_{2} 3', '\\frac{\\ln 3}{\\ln 2}', true], ['e', 'e^1', true], ['e^{i\\pi}', '-1', false],
