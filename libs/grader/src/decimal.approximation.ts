@@ -58,13 +58,6 @@ function agreesAtOwnPrecision(p: DecimalLiteral, g: Rational): boolean {
 /** Fewest significant digits the coarser side carries for rule `decimal_precision` (`0.3` is not `0.33333`). */
 const MIN_SIGNIFICANT = 3;
 
-/** `fine` rounded to `k` decimals is `coarse` (halves either way: half-up and half-even both round a tie). */
-function roundsTo(fine: Rational, k: number, coarse: Rational): boolean {
-  if (roundDecimals(fine, k).equals(coarse)) return true;
-  const twiceGap = fine.sub(coarse).mul(new Rational(2n * pow10(k)));
-  return twiceGap.equals(Rational.ONE) || twiceGap.equals(Rational.ONE.neg());
-}
-
 /** A decimal that states a precision: at least one decimal, 3 significant digits, not a whole number (`22.0`). */
 function statesPrecision(d: DecimalLiteral): boolean {
   return d.decimals > 0 && d.significant >= MIN_SIGNIFICANT && !d.value.isInteger();
@@ -75,13 +68,13 @@ function statesPrecision(d: DecimalLiteral): boolean {
  * as decimals, to different numbers of decimals, agree when the finer one rounded to the coarser one's
  * decimals is the coarser one (`41.67` and `41.6667`, `2.718` and `2.71828183`, either way round). The
  * coarser must state a precision (at least one decimal and 3 significant digits, and neither side a whole
- * number): `3` is not `3.4`, `0.3` is not `0.33333`, `22.0` is not `22.04`. A value cut instead of rounded
- * (`41.66`) does not agree.
+ * number): `3` is not `3.4`, `0.3` is not `0.33333`, `22.0` is not `22.04`. Rounding is half away from
+ * zero (`0.4295` -> `0.430`); a value cut instead of rounded (`41.66`, `0.429`) does not agree.
  */
 export function agreesAtCoarserPrecision(p: DecimalLiteral, g: DecimalLiteral): boolean {
   if (p.decimals === g.decimals || p.value.isInteger() || g.value.isInteger()) return false;
   const [coarse, fine] = p.decimals < g.decimals ? [p, g] : [g, p];
-  return statesPrecision(coarse) && roundsTo(fine.value, coarse.decimals, coarse.value);
+  return statesPrecision(coarse) && roundDecimals(fine.value, coarse.decimals).equals(coarse.value);
 }
 
 /** A decimal read as a percentage of itself (`41.67%` -> 0.4167): two more decimals, the same digits. */
