@@ -15,6 +15,7 @@ import {
   matchOrdered,
   matchUnordered,
   toSetParts,
+  workingValue,
 } from './relation.compare';
 
 export { hasDecimal, leafLatex, percentPairs, type CompareContext } from './leaf.compare';
@@ -268,6 +269,12 @@ export function compareNodes(pred: AnswerNode, gold: AnswerNode, ctx: CompareCon
     const value = definedValue(pred, ctx);
     if (value && !(gold.kind === 'expr' && gold.latex.trim() === (pred as { latex?: string }).latex?.trim()))
       return { ...compareNodes(value, gold, ctx), rule: 'defined_name', pred: value };
+  }
+  // Working in steps, each from the last one's value: the last value (rule `chain`).
+  const worked = pred.kind === 'list' && gold.kind !== 'list' ? workingValue(pred, ctx) : null;
+  if (worked) {
+    const r = compareNodes(worked, gold, ctx);
+    return { ...r, rule: r.equality === 'equal' ? 'chain' : r.rule, pred: worked };
   }
   // A chain or labelled value: `x = v`, `20 + 25 = 45`, `v = x`; an inconsistent chain offers two values.
   const gc = gold.kind === 'relation' ? chainValue(gold, ctx) : null;

@@ -124,6 +124,31 @@ export function chainValue(n: AnswerNode, ctx: CompareContext, restatedLabel = f
   return { value, label };
 }
 
+/** `value` stands in `latex` as a whole token (`60` in `60 / 4`, not in `600`). */
+function mentions(latex: string, value: string): boolean {
+  const v = value.trim().replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return v.length > 0 && new RegExp(`(^|[^\\d.])${v}($|[^\\d.])`).test(latex);
+}
+
+/**
+ * Rule `chain` for working written as several steps (`12 \times 5 = 60, 60 / 4 = 15`): every item is an
+ * unnamed chain of values that holds, and each step starts from the value of the one before (it appears
+ * in its first side). The value is the last step's. Null when the list is not such working (two results
+ * side by side stay a hedge).
+ */
+export function workingValue(n: AnswerNode, ctx: CompareContext): AnswerNode | null {
+  if (n.kind !== 'list' || n.braces || n.items.length < 2) return null;
+  let previous: AnswerNode | null = null;
+  for (const item of n.items) {
+    if (item.kind !== 'relation' || !item.ops.includes('=') || item.sides[0].kind !== 'expr') return null;
+    const c = chainValue(item, ctx);
+    if (c === null || c === 'inconsistent' || c.label !== null) return null;
+    if (previous !== null && (previous.kind !== 'expr' || !mentions(item.sides[0].latex, previous.latex))) return null;
+    previous = item.sides[item.sides.length - 1];
+  }
+  return previous;
+}
+
 interface Interval {
   lo: AnswerNode;
   hi: AnswerNode;

@@ -98,6 +98,10 @@ const CHAINS_AND_OPTIONS: Case[] = [
   c('The answer is 9 * 2 = 18', '18', true, 'GSM8K test 0 (Janet\'s ducks)', { raw: true }), c('(16 - 3 - 4) * 2 = 18 dollars', '18', true, 'GSM8K test 0', { raw: true }),
   c('9 x 2 = 18', '18', true, 'GSM8K test 0 (`x` for times)'), c('9 x 2 = 16', '16', false, 'GSM8K test 0'), c('16-3-4=<<16-3-4=9>>9', '9', true, 'GSM8K calculator notes', { raw: true }),
   c('So the final answer is: 18', '18', true, 'GSM8K test 0', { raw: true }),
+  // Working in steps, each from the value before: the last value; unrelated results side by side stay a hedge.
+  c('16 - 3 - 4 = 9, 9 \\times 2 = 18', '18', true, 'GSM8K test 0'), c('The answer is 16 - 3 - 4 = 9 and 9 * 2 = 18.', '18', true, 'GSM8K test 0', { raw: true }),
+  c('16 - 3 - 4 = 9, 9 \\times 2 = 18', '9', false, 'GSM8K test 0 (not the last value)'), c('2 + 2 = 4, 3 + 3 = 6', '6', false, 'two results: a hedge'),
+  c('16 - 3 - 4 = 9, 90 \\times 2 = 180', '180', false, 'a step that does not start from the last value'), c('16 - 3 - 4 = 8, 8 \\times 2 = 16', '16', false, 'a step that does not hold'),
   c('c) $\\Phi(\\Phi^T\\Phi)^{-1}\\Phi^T$', 'c', true, 'MINT TheoremQA-52 (gpt-3.5)', { raw: true }),
   c('c) $\\Phi(\\Phi^T\\Phi)^{-1}\\Phi^T$', 'c', true, 'MINT TheoremQA-52 (gpt-3.5)', { raw: true, problem: PROJECTION }),
   c('b) $2\\theta^2$', 'd', false, 'MINT TheoremQA-51 (gpt-3.5)', { raw: true }), c('c) None of the above', 'a', false, 'MINT TheoremQA-50 (gpt-3.5)', { raw: true }),
