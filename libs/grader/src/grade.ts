@@ -25,7 +25,8 @@ export interface Verdict {
    * `choice`, `base`, `hedged`, `structure`, `no_answer`, `fail_closed`, `refused`, `undecided`, `sympy`,
    * `timeout`, and `gold_unparsed`, `chain`, `phrase_value`, `ratio`, `renamed_variable`, `vector_tuple`,
    * `matrix_expression`, `list_values`, `labelled_list`, `ordered_list`, `asked_variable`, `multi_box`,
-   * `significant_digits`, `rounding`, `approximate`, `complex`, `choice_option`, `unit`, `unit_mismatch`. */
+   * `significant_digits`, `rounding`, `approximate`, `complex`, `choice_option`, `unit`, `unit_mismatch`,
+   * `variable`, `decimal_precision`. */
   rule: string;
   /** The forms the deciding rule compared (parsed answers, or what a rule reduced them to), for `--explain`. */
   compared?: { prediction: string; gold: string };

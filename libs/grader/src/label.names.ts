@@ -55,14 +55,16 @@ function namesFunction(n: AnswerNode): boolean {
 /**
  * Whether two labels name the same quantity: the same canonical name; or both name a function of
  * variables, or `y` against one (`k(x) = 2x` and `y = 2x` state the function of `f(x) = 2x`: the name
- * of a function is the solver's choice, its values are compared as usual). Case matters (`V` and `v`
- * are different quantities); `f(2)` and `f(3)` are different values.
+ * of a function is the solver's choice, its values are compared as usual); a numbered name of the
+ * other (`x_1` for `x`). Case matters (`V` and `v` are different quantities); `f(2)` and `f(3)` are
+ * different values, and so are `x_1` and `x_2`.
  */
 export function sameLabel(a: AnswerNode, b: AnswerNode): boolean {
   const x = labelName(a);
   const y = labelName(b);
   if (x === null || y === null) return false;
-  if (x === y) return true;
+  // `x_1 = 5` numbers a solution of the unknown `x`.
+  if (x === y || baseName(x) === y || baseName(y) === x) return true;
   const fa = namesFunction(a);
   const fb = namesFunction(b);
   return (fa && fb) || (x === 'y' && fb) || (y === 'y' && fa);

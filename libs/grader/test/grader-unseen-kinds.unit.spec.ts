@@ -48,6 +48,8 @@ const VARIABLE: Case[] = [
   c('n \\geq 2', 'k \\ge 2', false, 'grading-cases gc-0292'), c('t \\in [2, \\infty)', 'k \\ge 2', false, 'grading-cases gc-0292'),
   c('s = 4', 's = 4', true, 'issue 28'), c('t = 4', 's = 4', false, 'issue 28'), c('s = 4, t = 0', 's = 4', true, 'issue 28'),
   c('t = 4, s = 0', 's = 4', false, 'issue 28'), c('s = 4, s = 3', 's = 4', false, 'issue 28 (two values of s: a hedge)'),
+  c('x_1 = 5', 'x=5', true, 'MATH-500 algebra/2193 (a numbered solution of x)'), c('x_1 = 5', 'x_2 = 5', false, 'another solution'),
+  c('t_1 = 5', 'x=5', false, 'MATH-500 algebra/2193'), c('x_1 = 2, x_2 = 3', 'x = 2, x = 3', true, 'numbered solutions'),
   c('f(2) = 5', 'f(3) = 5', false, 'a value of f elsewhere'), c('V = 36', 'v = 36', false, 'case matters'),
   c('g(t) = t^2 + 1', 'f(x) = x^2 + 1', true, 'the name of a function is the solver\'s'),
   c('a = 4, r = 0', '4', true, 'MathCoder mathematics-116', { problem: SOLVE_FOR_A }), c('a = 4', '4', true, 'MathCoder mathematics-116', { problem: SOLVE_FOR_A }),
