@@ -306,7 +306,13 @@ export function compareNodes(pred: AnswerNode, gold: AnswerNode, ctx: CompareCon
 
   // A list of values in square brackets (eigenvalues, roots) is a list, not an interval, when the gold is a
   // list or when either side cannot be an interval (`[5, 2]`, three or more items).
-  if ((gold.kind === 'list' && squareBrackets(pred)) || (valueList(pred, ctx) && (gold.kind === 'list' || squareBrackets(gold))) || (valueList(gold, ctx) && (pred.kind === 'list' || squareBrackets(pred)))) {
+  const pSquare = squareBrackets(pred);
+  const gSquare = squareBrackets(gold);
+  if (
+    (pSquare && gold.kind === 'list') ||
+    (pSquare && gSquare && (valueList(pred, ctx) || valueList(gold, ctx))) ||
+    (gSquare && pred.kind === 'list' && valueList(gold, ctx))
+  ) {
     const r = compareLists(asList(pred), asList(gold), ctx);
     return { ...r, rule: r.rule === 'set' ? 'list_values' : r.rule };
   }

@@ -110,7 +110,7 @@ export function chainValue(n: AnswerNode, ctx: CompareContext, restatedLabel = f
   } else if (!sides.every(isConstant)) {
     // `12 x 5 / 4 = 15`: between two numbers, with spaces, an `x` is a multiplication sign (in a chain only).
     const timesRead = sides.map(timesSign);
-    if (!timesRead.every(isConstant)) return null;
+    if (timesRead.every((t, k) => t === sides[k]) || !timesRead.every(isConstant)) return null;
     sides = timesRead;
   }
   for (let k = 0; k < ops.length; k++) {
