@@ -1,5 +1,6 @@
 import { parseAnswer, type AnswerNode } from './answer.parser';
 import { GraderError } from './errors';
+import { decimalLiteral } from './decimal.approximation';
 import { type Equality } from './expression.compare';
 import { evaluate } from './expression.evaluator';
 import { compareLeaves, parsedLeaf, type CompareContext } from './leaf.compare';
@@ -299,8 +300,14 @@ export function compareNodes(pred: AnswerNode, gold: AnswerNode, ctx: CompareCon
     const asked = ctx.hints?.askedVariable;
     const name = pv.label ? labelName(pv.label) : null;
     if (asked && isBareVariable(name) && name.toLowerCase() !== asked.toLowerCase()) return { equality: 'different', rule: 'variable', pred: pv.value };
-    const r = compareNodes(pv.value, gold, ctx);
-    return pv.label === null && r.equality === 'equal' && pred.kind === 'relation' && pred.ops.length > 0 ? { ...r, rule: 'chain', pred: pv.value } : r;
+    let r = compareNodes(pv.value, gold, ctx);
+    let value = pv.value;
+    // `\frac{1}{3} \approx 0.333` against a decimal gold `0.333`: the chain's checked decimal is its answer.
+    if (r.equality !== 'equal' && pv.approximation && gold.kind === 'expr' && decimalLiteral(gold.latex)?.decimals) {
+      const approx = compareNodes(pv.approximation, gold, ctx);
+      if (approx.equality === 'equal') [r, value] = [approx, pv.approximation];
+    }
+    return pv.label === null && r.equality === 'equal' && pred.kind === 'relation' && pred.ops.length > 0 ? { ...r, rule: 'chain', pred: value } : r;
   }
   if (gold.kind === 'relation' && pred.kind === 'relation') return compareRelations(pred, gold, ctx);
 

@@ -73,14 +73,14 @@ function timesSign(n: AnswerNode): AnswerNode {
 }
 
 /** What a chain of `=` / `\approx` reduces to. */
-export type ChainValue = { value: AnswerNode; label: AnswerNode | null } | 'inconsistent';
+export type ChainValue = { value: AnswerNode; label: AnswerNode | null; approximation?: AnswerNode } | 'inconsistent';
 
 /**
  * Rule `chain` (and rule 8's labels): `x = a = v`, `20 + 25 + 70 = 115`, `\sqrt2 \approx 1.414`, `5 = x`.
  * A label may stand first (or last, for `v = x`); every other side must agree with the next (`=`: equal,
  * `\approx`: the decimal is the other side rounded or cut), else the chain offers different values and is
  * `inconsistent` (a hedge such as `x = 3 \quad x = 6`). Its value is the last side before the first
- * `\approx`. Null when the relation is not such a chain (an equation between expressions).
+ * `\approx`; the last side of such a chain is kept as `approximation`. Null when the relation is not such a chain (an equation between expressions).
  */
 export function chainValue(n: AnswerNode, ctx: CompareContext, restatedLabel = false): ChainValue | null {
   if (n.kind !== 'relation') return null;
@@ -121,7 +121,8 @@ export function chainValue(n: AnswerNode, ctx: CompareContext, restatedLabel = f
   // `\tan(\ldots) \approx -0.4118`: a side that restates the problem's expression is not an answer.
   const exact = firstApprox >= 0 ? sides[firstApprox] : sides[sides.length - 1];
   const value = firstApprox >= 0 && exact.kind === 'expr' && restates(ctx.hints, exact.latex) ? sides[sides.length - 1] : exact;
-  return { value, label };
+  // The checked decimal at the end (`\frac13 \approx 0.333`) answers a gold written as a decimal.
+  return firstApprox >= 0 && value !== sides[sides.length - 1] ? { value, label, approximation: sides[sides.length - 1] } : { value, label };
 }
 
 /** `value` stands in `latex` as a whole token (`60` in `60 / 4`, not in `600`). */

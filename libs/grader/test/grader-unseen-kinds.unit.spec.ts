@@ -100,6 +100,9 @@ const CHAINS_AND_OPTIONS: Case[] = [
   c('The answer is 9 * 2 = 18', '18', true, 'GSM8K test 0 (Janet\'s ducks)', { raw: true }), c('(16 - 3 - 4) * 2 = 18 dollars', '18', true, 'GSM8K test 0', { raw: true }),
   c('9 x 2 = 18', '18', true, 'GSM8K test 0 (`x` for times)'), c('9 x 2 = 16', '16', false, 'GSM8K test 0'), c('16-3-4=<<16-3-4=9>>9', '9', true, 'GSM8K calculator notes', { raw: true }),
   c('So the final answer is: 18', '18', true, 'GSM8K test 0', { raw: true }),
+  // A checked `\\approx` at the end answers a decimal gold: the last side of a consistent chain.
+  c('-\\frac{1}{6} \\approx -0.1667', '-0.1667', true, 'a decimal gold'), c('\\sqrt{2} \\approx 1.414', '1.414', true, 'a decimal gold'),
+  c('\\frac{1}{2} \\approx 0.33', '0.33', false, 'a link that does not hold'), c('\\pi \\approx 3.14', '3', false, 'an integer gold (rule 3)'),
   // Working in steps, each from the value before: the last value; unrelated results side by side stay a hedge.
   c('16 - 3 - 4 = 9, 9 \\times 2 = 18', '18', true, 'GSM8K test 0'), c('The answer is 16 - 3 - 4 = 9 and 9 * 2 = 18.', '18', true, 'GSM8K test 0', { raw: true }),
   c('16 - 3 - 4 = 9, 9 \\times 2 = 18', '9', false, 'GSM8K test 0 (not the last value)'), c('2 + 2 = 4, 3 + 3 = 6', '6', false, 'two results: a hedge'),
