@@ -166,7 +166,8 @@ export const RewardAssignedData = z.object({
   normalizedPrediction: z.string().nullable(),
   normalizedGold: z.string().nullable(),
   rule: z.string(),
-  ms: z.number().nonnegative(),
+  /** Grading time in ms; null when it was not measured (a v1 event, upcast: v1 did not record it). */
+  ms: z.number().nonnegative().nullable(),
 });
 
 export const RocPenalty = z.object({ rolloutId: z.string(), pErr: z.number(), pFormat: z.number() });

@@ -26,5 +26,3 @@ export const streams = {
   group: (groupId: string): string => `group-${groupId}`,
 };
 
-/** A fresh random UUIDv7 (for ids that do not derive from the run, e.g. dead letters). */
-export const newId = (): string => uuidv7();

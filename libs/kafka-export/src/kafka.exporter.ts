@@ -18,6 +18,13 @@ export class KafkaExportConfigError extends RstarError {
  * The topic does not hold what the stored position says this exporter wrote there (another writer, a
  * deleted or re-partitioned topic, a restored database): exporting on would duplicate or reorder events.
  */
+/** The exporter was stopped while it waited for another exporter's lock (nothing was exported). */
+export class KafkaExportStoppedError extends RstarError {
+  constructor() {
+    super('kafka_export_stopped', 'stopped while waiting for the export lock (another exporter holds it)');
+  }
+}
+
 export class KafkaExportInconsistentError extends RstarError {
   constructor(message: string) {
     super('kafka_export_inconsistent', message, 'topic');
@@ -308,7 +315,7 @@ export class KafkaExporter {
       if (waited % 60 === 0) this.log.info('another exporter holds the export lock; standing by', { topic: this.topic });
       if (this.follower.isStopping) {
         await q.release();
-        throw new Error('stopped while waiting for the export lock');
+        throw new KafkaExportStoppedError();
       }
       await new Promise((r) => setTimeout(r, 1_000));
     }

@@ -81,7 +81,7 @@ export class RewardGradingHandler {
     });
     rewards().inc({ reward: String(data.reward), rule: data.rule });
     graded().inc({ run: ev.runId, reward: String(data.reward) });
-    gradeSeconds().observe(data.ms / 1000);
+    if (data.ms !== null) gradeSeconds().observe(data.ms / 1000);
     await this.bus.publish(
       makeEvent('RewardAssigned', {
         runId: ev.runId,

@@ -22,6 +22,8 @@ export {
   PoolNotRunningError,
   IsolationUnavailableError,
   WorkerStartError,
+  ZygoteProtocolError,
+  SandboxDataNotFoundError,
 } from './sandbox.errors';
 export {
   loadTrajectories,

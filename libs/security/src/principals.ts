@@ -86,11 +86,6 @@ export function producersOf(type: EventType): Principal[] {
   return PRINCIPALS.filter((p) => BUS_ROLES[p].produces.includes(type));
 }
 
-/** The principals that consume `type` (the archiver's catch-all included). */
-export function consumersOf(type: EventType): Principal[] {
-  return PRINCIPALS.filter((p) => consumedBy(p).includes(type));
-}
-
 /** Every event type a principal consumes (over all its subscriptions). */
 export function consumedBy(principal: Principal): EventType[] {
   return [...new Set(BUS_ROLES[principal].subscriptions.flat())];

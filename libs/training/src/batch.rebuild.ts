@@ -1,12 +1,12 @@
+import { RstarError } from '@rstar/contracts';
 import type { RstarEvent } from '@rstar/contracts';
 import { buildTrainingBatch, type BatchGroup, type TrainingBatch } from '@rstar/grpo';
 
 /** A step whose batch cannot be rebuilt from the log (an event is missing). */
-export class BatchRebuildError extends Error {
-  readonly code = 'batch_rebuild_failed';
-  constructor(message: string, readonly field: string) {
-    super(message);
-    this.name = 'BatchRebuildError';
+export class BatchRebuildError extends RstarError {
+  declare readonly field: string;
+  constructor(message: string, field: string) {
+    super('batch_rebuild_failed', message, field);
   }
 }
 

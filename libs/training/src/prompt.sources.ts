@@ -1,3 +1,4 @@
+import { RstarError } from '@rstar/contracts';
 import { existsSync, readFileSync } from 'node:fs';
 import type { RunConfig } from '@rstar/contracts';
 import { renderPrompt } from '@rstar/agent';
@@ -5,11 +6,10 @@ import { Tokenizer, deriveSeed, generateTasks } from '@rstar/policy';
 import type { Prompt, PromptSource } from './driver';
 
 /** A dataset file that cannot be used; the message names the line/field and the fix. */
-export class DatasetError extends Error {
-  readonly code = 'invalid_dataset';
-  constructor(message: string, readonly field: string) {
-    super(message);
-    this.name = 'DatasetError';
+export class DatasetError extends RstarError {
+  declare readonly field: string;
+  constructor(message: string, field: string) {
+    super('invalid_dataset', message, field);
   }
 }
 

@@ -20,6 +20,7 @@ import { TrackerFeed, trackersOf } from '@rstar/trackers';
 
 export { RunRefusedError } from './run.errors';
 import { RunRefusedError } from './run.errors';
+import { RunWaitTimeoutError } from './run.errors';
 
 /** Progress of a run, by phase (for progress bars and logs). */
 export type TrainProgress =
@@ -119,7 +120,7 @@ const since = (t: number) => (Date.now() - t) / 1000;
 async function waitFor(cond: () => boolean, what: string, timeoutMs: number): Promise<void> {
   const t0 = Date.now();
   while (!cond()) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() - t0 > timeoutMs) throw new RunWaitTimeoutError(what, timeoutMs);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
