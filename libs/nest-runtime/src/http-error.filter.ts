@@ -70,7 +70,7 @@ export function httpErrorBody(e: unknown, status: number): HttpErrorBody {
 /**
  * The one exception filter of every rstar service (registered globally by {@link HealthModule} with
  * `APP_FILTER`, so no controller carries its own): maps an error's `code` to its HTTP status with
- * {@link httpStatusOf} and answers {@link HttpErrorBody}. A 500 is logged with its stack.
+ * {@link httpStatusOf} and answers {@link HttpErrorBody}. A 500 of our own is logged with its stack.
  */
 @Catch()
 export class RstarHttpErrorFilter implements ExceptionFilter {
@@ -78,7 +78,9 @@ export class RstarHttpErrorFilter implements ExceptionFilter {
 
   catch(e: unknown, host: ArgumentsHost): void {
     const status = httpStatusOf(e);
-    if (status >= 500 && !(e instanceof RstarError && status === 503)) this.log.error(`${(e as Error)?.message ?? String(e)}`, (e as Error)?.stack);
+    // A 500 is a bug or an unexpected failure: log it. A 503 (not ready) and Nest's own answers (a failing
+    // /health/ready, polled all the time) are expected and say everything in the answer.
+    if (status >= 500 && status !== 503 && !(e instanceof HttpException)) this.log.error((e as Error)?.message ?? String(e), (e as Error)?.stack);
     const res = host.switchToHttp().getResponse<{ headersSent?: boolean; status(s: number): { json(b: unknown): void }; end(): void }>();
     // A streamed answer (server-sent events) that already began cannot change its status: end it.
     if (res.headersSent) return void res.end();

@@ -141,12 +141,13 @@ describe('control-plane before Postgres and NATS answer: every API route says 50
     await app?.close();
   });
 
-  it('answers 503 dependency_not_ready on the runs, archive, projections and views routes (not 500)', async () => {
-    for (const path of ['/v1/runs', '/v1/runs/r1', '/v1/runs/r1/events', '/v1/rollouts/x', '/v1/archive', '/v1/projections', '/v1/views/runs', '/v1/views/runs/r1']) {
+  it('answers 503 dependency_not_ready on the runs, archive and views routes (not 500); projections reports null', async () => {
+    for (const path of ['/v1/runs', '/v1/runs/r1', '/v1/runs/r1/events', '/v1/rollouts/x', '/v1/archive', '/v1/views/runs', '/v1/views/runs/r1']) {
       const r = await fetch(`${url}${path}`);
       expect(r.status, path).toBe(503);
       expect(await r.json(), path).toMatchObject({ statusCode: 503, code: 'dependency_not_ready', message: expect.stringContaining('not connected yet') });
     }
+    expect(await (await fetch(`${url}/v1/projections`)).json()).toEqual({ readModels: null, kafka: null });
     expect((await fetch(`${url}/health/ready`)).status).toBe(503);
   });
 });
