@@ -1,8 +1,8 @@
 import { z } from 'zod';
 
 /**
- * Every event of ARCHITECTURE §3: its `type`, current `version`, NATS subject and data schema.
- * Subjects are wire contracts (STYLE.md rule 4): change them only with a new version and an upcaster.
+ * Every event of docs/design/architecture.md §3: its `type`, current `version`, NATS subject and data schema.
+ * Subjects are wire contracts (docs/design/style.md rule 4): change them only with a new version and an upcaster.
  */
 
 const TokenIds = z.array(z.number().int().nonnegative());

@@ -174,7 +174,7 @@ function renameFor(pLabel: AnswerNode | null, gLabel: AnswerNode | null): Map<st
 }
 
 /**
- * Compares a parsed prediction with a parsed gold answer (GRADING rules 3-9 and GRADING-RULES.md).
+ * Compares a parsed prediction with a parsed gold answer (docs/design/grading.md rules 3-9 and GRADING-RULES.md).
  * Returns `unknown` when the fast path cannot decide; never throws for a structural mismatch (that is
  * `different`), but lets `GraderError` (unparseable, refused) propagate so the caller can fail closed or
  * offload.

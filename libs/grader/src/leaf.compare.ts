@@ -145,7 +145,7 @@ function matrixExpressionRule(pred: string, gold: string, p: MathJson, g: MathJs
 }
 
 /**
- * Equality of two expression leaves (GRADING rules 3, 5, 6 and the decimal, complex and matrix rules of
+ * Equality of two expression leaves (docs/design/grading.md rules 3, 5, 6 and the decimal, complex and matrix rules of
  * GRADING-RULES.md). Lets `GraderError` (unparseable, refused) propagate so the caller can fail closed
  * or offload the check.
  */

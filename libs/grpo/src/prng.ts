@@ -1,6 +1,6 @@
 import { GrpoInputError } from './errors';
 /**
- * The seeded PRNG of every GRPO-RoC decision (PROTOCOL §5: "all randomness from a PRNG seeded by
+ * The seeded PRNG of every GRPO-RoC decision (docs/design/protocol.md §5: "all randomness from a PRNG seeded by
  * hash(runSeed, step, groupId)"). Two published, well-defined algorithms by bryc (public domain):
  * `cyrb128` hashes a string to 128 bits, `sfc32` (Chris Doty-Humphrey's Small Fast Counter) turns those
  * 128 bits into a stream of uniform floats. Pure 32-bit integer math, so a replay on any JS engine gives

@@ -70,7 +70,7 @@ const failures = () => counter('rstar_kafka_export_failures_total', 'Export batc
 const batchSeconds = () => histogram('rstar_kafka_export_batch_seconds', 'Time to export one batch (read, produce, acknowledge, store position)', ['topic'], [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]);
 
 /**
- * Mirrors the event archive to one Kafka topic (ARCHITECTURE §2 control-plane "Kafka export"), keyed by
+ * Mirrors the event archive to one Kafka topic (docs/design/architecture.md §2 control-plane "Kafka export"), keyed by
  * run id, in archive order, exactly once per event across restarts (libs/kafka-export/README.md says why
  * one topic and how). Per batch: read the next events after the stored position (raw SQL, (transaction
  * id, global position) order, below the oldest transaction in flight), produce them with an idempotent

@@ -52,7 +52,7 @@ export interface Subscription {
 }
 
 /**
- * The event bus port (ARCHITECTURE §4). Two implementations: JetStream (distributed) and the
+ * The event bus port (docs/design/architecture.md §4). Two implementations: JetStream (distributed) and the
  * in-process bus (standalone). Same semantics: durable, at-least-once delivery with deduplication by
  * event id on publish, explicit ack after the handler resolves.
  */

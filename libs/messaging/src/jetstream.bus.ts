@@ -82,7 +82,7 @@ export interface JetStreamBusOptions {
 
 
 /**
- * {@link EventBus} on NATS JetStream (ARCHITECTURE §4). At {@link JetStreamBus.connect} it ensures
+ * {@link EventBus} on NATS JetStream (docs/design/architecture.md §4). At {@link JetStreamBus.connect} it ensures
  * the stream (file storage, subjects `<prefix>.>`, 2 min duplicate window, `replicas` copies on a
  * cluster; durable consumers inherit the stream's replica count). `publish` sets
  * `Nats-Msg-Id` = event id and the W3C `traceparent` (header and `meta.traceparent`, see

@@ -2,7 +2,7 @@ import type { StreamLengths } from './zygote.frames';
 import { ZygoteProtocolError } from './sandbox.errors';
 
 /**
- * The text a program's stream shows (SANDBOX.md, output caps): the zygote keeps its first and last
+ * The text a program's stream shows (docs/design/sandbox.md, output caps): the zygote keeps its first and last
  * `4 * capChars + 4` bytes (`tail` is empty, or the bytes after `head`); here they are decoded as UTF-8 (an invalid sequence becomes U+FFFD, as
  * Python's "replace" does) and, when the text is longer than `capChars` code points, cut to head +
  * `\n...[output truncated: N bytes in total]...\n` + tail, the whole within the cap. A NUL shows as U+FFFD.

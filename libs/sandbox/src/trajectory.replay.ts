@@ -63,7 +63,7 @@ export function loadTrajectories(dir = DEFAULT_TRAJECTORY_DIR, every = 1): Recor
 // eslint-disable-next-line no-control-regex -- ANSI colour codes left in MathCoder's recorded tracebacks
 const ANSI = /\x1b\[[0-9;]*m|\[[0-9;]*m(?=\S)/g;
 
-/** Normalise paths, numpy scalar reprs, float formatting, whitespace (SANDBOX.md: expect honest drift). */
+/** Normalise paths, numpy scalar reprs, float formatting, whitespace (docs/design/sandbox.md: expect honest drift). */
 export function normaliseOutput(s: string): string {
   return s
     .replace(ANSI, '')

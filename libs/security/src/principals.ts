@@ -28,7 +28,7 @@ export interface BusRole {
 }
 
 /**
- * The producer/consumer table of the event contracts (ARCHITECTURE §3's producer column, as the code
+ * The producer/consumer table of the event contracts (docs/design/architecture.md §3's producer column, as the code
  * publishes today). NATS permissions, the event-signature policy and the tests derive from it, so they
  * cannot drift from libs/contracts: a contract type that no principal produces fails the unit test.
  *

@@ -12,12 +12,12 @@ export interface ToolExecutionHandlerOptions {
   concurrency?: number;
   producer?: string;
   metrics?: ToolExecutionMetrics;
-  /** Characters kept per stream (default: the pool's, 1,000 per PROTOCOL §3). */
+  /** Characters kept per stream (default: the pool's, 1,000 per docs/design/protocol.md §3). */
   outputChars?: number;
 }
 
 /**
- * The JetStream flow of tool-execution (ARCHITECTURE §5): consumes `ToolCallRequested`, runs the
+ * The JetStream flow of tool-execution (docs/design/architecture.md §5): consumes `ToolCallRequested`, runs the
  * program in the {@link SandboxPool}, publishes `ToolCallCompleted` (deterministic id per `callId`, so
  * a redelivered request re-emits the same event and the bus drops the copy). The `jupyter_code` tool
  * runs in the rollout's session (`session` or else the rollout id). An `overloaded` pool is a

@@ -11,7 +11,7 @@ export class BatchRebuildError extends RstarError {
 }
 
 /**
- * Rebuild the training batch of one RL step from a run's events alone (ARCHITECTURE §1 replay): the
+ * Rebuild the training batch of one RL step from a run's events alone (docs/design/architecture.md §1 replay): the
  * step's groups in prompt order (`StepStarted.promptIds`), each group's kept rollouts in
  * `GroupResampled.kept` order with their rewards, and each rollout's tokens, logprobs and loss mask
  * from `RolloutCompleted`, through `@rstar/grpo`'s `buildTrainingBatch` — the same inputs the

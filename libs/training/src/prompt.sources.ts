@@ -82,7 +82,7 @@ export function runPrompts(config: RunConfig, resolvePath: (p: string) => string
 
 /**
  * The prompts the built-in policy can serve: the rendered prompt (compact template, default tokenizer)
- * plus the response budget (model and tool tokens together, PROTOCOL §2) must fit the context window, or
+ * plus the response budget (model and tool tokens together, docs/design/protocol.md §2) must fit the context window, or
  * a rollout could outgrow the window mid-way and be refused by the engine.
  */
 export function promptsFittingContext(prompts: readonly Prompt[], context: number, budget: number): Prompt[] {

@@ -30,7 +30,7 @@ export interface RemoteSubmitOptions {
 }
 
 /**
- * `rstar train --remote`: submit a run to the services (distributed mode, ARCHITECTURE §1 mode 2).
+ * `rstar train --remote`: submit a run to the services (distributed mode, docs/design/architecture.md §1 mode 2).
  * Waits until the services' consumers exist (`consumers`), then publishes `RunStarted` (id `RunStarted:<runId>`, producer `cli`, the validated config); the
  * optimization service starts the run when it receives it (services/optimization/src/main.ts). Then
  * follows the run's `StepCompleted` events, one line each, until `RunCompleted` (resolves with the

@@ -126,7 +126,7 @@ async function waitFor(cond: () => boolean, what: string, timeoutMs: number): Pr
 }
 
 /**
- * A whole training run in one process (ARCHITECTURE §1 mode 1): the non-reasoning SFT stage
+ * A whole training run in one process (docs/design/architecture.md §1 mode 1): the non-reasoning SFT stage
  * (libs/policy `runSft`, unless `policy.init: checkpoint`), held-out pass@1, then the GRPO-RoC stages
  * through every handler on one bus (policy-serving over the SGLang adapter against the built-in engine
  * on a loopback port, tool-execution on the sandbox pool, reward-grading, resampling, optimization),

@@ -59,7 +59,7 @@ export interface RunSummary {
 const PRODUCER = 'optimization';
 
 /**
- * The step driver (ARCHITECTURE §5 optimization, PROTOCOL §5-6). Per step: pick prompts (seeded), emit
+ * The step driver (docs/design/architecture.md §5 optimization, docs/design/protocol.md §5-6). Per step: pick prompts (seeded), emit
  * `StepStarted` and 2G `RolloutRequested` per prompt, wait for every group's `GroupResampled` and the
  * `RolloutCompleted` of its rollouts, build the batch, train, checkpoint, emit `StepOptimized` and
  * `PolicyUpdated`, update every engine, emit `StepCompleted` with the metrics. Wraps the run in
