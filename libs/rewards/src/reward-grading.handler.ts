@@ -76,7 +76,7 @@ export class RewardGradingHandler {
   private async onCompleted(ev: RstarEvent<'RolloutCompleted'>): Promise<void> {
     const data = await inSpan('grade', { attributes: { 'rstar.rollout.id': ev.data.rolloutId, 'rstar.rollout.truncated': ev.data.truncated } }, async (span) => {
       const d = await rewardFor(ev.data, this.opts);
-      span.setAttributes({ 'rstar.reward': d.reward, 'rstar.grade.rule': d.rule, 'rstar.grade.ms': d.ms, 'rstar.grade.correct': d.correct });
+      span.setAttributes({ 'rstar.reward': d.reward, 'rstar.grade.rule': d.rule, 'rstar.grade.ms': d.ms ?? undefined, 'rstar.grade.correct': d.correct });
       return d;
     });
     rewards().inc({ reward: String(data.reward), rule: data.rule });
