@@ -1,4 +1,4 @@
-import { makeEvent, streams, type RstarEvent } from '@rstar/contracts';
+import { makeEvent, streams, toolCallCompletedData, type RstarEvent } from '@rstar/contracts';
 import { TransientError, type EventBus, type Subscription } from '@rstar/messaging';
 import type { SandboxPool } from '@rstar/sandbox';
 import { inSpan, SpanStatusCode } from '@rstar/telemetry';
@@ -71,21 +71,7 @@ export class ToolExecutionHandler {
         key: d.callId,
         producer: this.opts.producer ?? 'tool-execution',
         causedBy: ev,
-        data: {
-          callId: d.callId,
-          rolloutId: d.rolloutId,
-          turn: d.turn,
-          status: r.status,
-          stdout: r.stdout,
-          stderr: r.stderr,
-          exitCode: r.exitCode,
-          signal: r.signal,
-          wallMs: r.wallMs,
-          cpuMs: r.cpuMs,
-          truncated: r.truncated,
-          sessionReset: r.sessionReset ?? false,
-          ...(r.sessionKept === undefined ? {} : { sessionKept: r.sessionKept }),
-        },
+        data: toolCallCompletedData(d, r),
       }),
     );
   }
