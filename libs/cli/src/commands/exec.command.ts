@@ -4,7 +4,6 @@ import { createInterface } from 'node:readline';
 import { RstarError } from '@rstar/contracts';
 import { HttpExecutor, SandboxPool, runExecLines, type Executor } from '@rstar/sandbox';
 import { assertReadableFile } from '../input-file';
-import { CliInputError } from '../cli.errors';
 
 /**
  * Exit codes of `rstar exec`. What the programs did (errors, timeouts, kills) never changes the exit
@@ -115,11 +114,13 @@ function remoteUrl(url: string): URL | string {
  * result on every line. @throws SandboxUnavailableError naming the URL and the fix.
  */
 async function assertServiceReachable(url: string): Promise<void> {
+  const unavailable = (why: string, cause?: unknown) =>
+    new SandboxUnavailableError(`cannot reach the tool-execution service at ${url} (${why}); start it or drop --remote to use an in-process sandbox pool`, cause);
+  let res: Response;
   try {
-    const res = await fetch(url.replace(/\/$/, '') + '/health/ready', { signal: AbortSignal.timeout(10_000) });
-    if (!res.ok) throw new CliInputError(`GET /health/ready answered HTTP ${res.status}`);
+    res = await fetch(url.replace(/\/$/, '') + '/health/ready', { signal: AbortSignal.timeout(10_000) });
   } catch (e) {
-    const why = e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e);
-    throw new SandboxUnavailableError(`cannot reach the tool-execution service at ${url} (${why}); start it or drop --remote to use an in-process sandbox pool`);
+    throw unavailable(e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e), e);
   }
+  if (!res.ok) throw unavailable(`GET /health/ready answered HTTP ${res.status}`);
 }
