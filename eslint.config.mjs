@@ -5,6 +5,25 @@ import tseslint from 'typescript-eslint';
 // The dependency rules of the house (ARCHITECTURE §2): libs import only libs; services, the CLI and the
 // dashboard (apps/dashboard, type:ui: type-only imports of the view shapes) import libs; nothing imports a service or the CLI; no import cycles (type-only imports included). Projects carry
 // these tags in their project.json; test/architecture/module-boundaries.int.spec.ts runs this rule in CI.
+// Scopes (one `scope:*` tag per project, beside its `type:*` tag): what a project may use, lowest layer
+// first. A lib may use its own scope and the ones listed; nothing uses a scope above it (the sandbox never
+// imports training, messaging never imports grading). test/architecture/module-boundaries.int.spec.ts
+// checks the import graph against this table too, and that every project carries exactly one scope.
+const LIB_SCOPES = ['scope:shared', 'scope:sandbox', 'scope:messaging', 'scope:grading', 'scope:rollout', 'scope:views', 'scope:training'];
+export const SCOPE_MAY_USE = {
+  'scope:shared': ['scope:shared'],
+  'scope:sandbox': ['scope:shared', 'scope:sandbox'],
+  'scope:messaging': ['scope:shared', 'scope:messaging'],
+  'scope:grading': ['scope:shared', 'scope:sandbox', 'scope:messaging', 'scope:grading'],
+  'scope:rollout': ['scope:shared', 'scope:sandbox', 'scope:messaging', 'scope:rollout'],
+  'scope:views': ['scope:shared', 'scope:sandbox', 'scope:messaging', 'scope:grading', 'scope:rollout', 'scope:views'],
+  'scope:training': LIB_SCOPES,
+  'scope:service': [...LIB_SCOPES, 'scope:service'],
+  'scope:cli': LIB_SCOPES,
+  'scope:ui': ['scope:views'],
+  'scope:e2e': [...LIB_SCOPES, 'scope:service'],
+};
+
 const boundaries = (extraForTests) => [
   'error',
   {
@@ -18,6 +37,7 @@ const boundaries = (extraForTests) => [
       { sourceTag: 'type:cli', onlyDependOnLibsWithTags: ['type:lib'] },
       { sourceTag: 'type:test-support', onlyDependOnLibsWithTags: ['type:lib'] },
       { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:lib', 'type:test-support'] },
+      ...Object.entries(SCOPE_MAY_USE).map(([sourceTag, may]) => ({ sourceTag, onlyDependOnLibsWithTags: may })),
     ],
   },
 ];

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# One-time setup of a fresh machine (Debian/Ubuntu, as root, or with the system packages already present):
+# One-time setup of a fresh machine (Debian/Ubuntu, as root, or with the system packages already present).
+#   bash infra/local/setup.sh train   what the main job (`pnpm rstar train`, built-in policy) needs: bubblewrap,
+#                                     pnpm + node modules, the sandbox's venv (.venv). Nothing else.
+#   bash infra/local/setup.sh         everything the tests need as well:
 # system packages (Postgres, NATS, bubblewrap, Java, Maven, chromium), pnpm + node modules, the sandbox's
 # Python venv (.venv), the infrastructure tests' tools (.tools: hadolint, kustomize), Kafka's jars and a
 # Jaeger binary under $RSTAR_TOOLS_DIR (the tracing and export tests), the tracker tests' venv
@@ -7,7 +10,10 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
-bash infra/local/install.sh
+# `train` (or the older RSTAR_SETUP_ONLY=train) installs only the main job's needs.
+scope="${1:-${RSTAR_SETUP_ONLY:-all}}"
+case "$scope" in train|all) ;; *) echo "setup.sh: unknown argument \"$scope\"; use \"train\" (the main job only) or nothing (everything)" >&2; exit 2;; esac
+bash infra/local/install.sh "$scope"
 if ! command -v pnpm >/dev/null || [ "$(pnpm --version 2>/dev/null)" != "12.4.2" ]; then
   npm install -g pnpm@12.4.2 >/dev/null 2>&1 || corepack enable
 fi
@@ -33,17 +39,17 @@ if [ "$have" != "$want" ]; then
 fi
 case "$want" in 3.1[2-9]) ;; *) echo "setup.sh: NOTE: the sandbox runs on Python $want; CPython >= 3.12 makes its calls cheaper (set RSTAR_SETUP_PYTHON)";; esac
 .venv/bin/python -m pip install -q --disable-pip-version-check -r infra/python/requirements.txt
+# `train` stops here: the built-in policy's `rstar train` needs only the node modules and the sandbox's venv;
+# what follows (~10 minutes on a fresh machine) is for the tests and the Hugging Face path.
+if [ "$scope" = train ]; then
+  echo "setup.sh: ready for rstar train (node $(node --version), pnpm $(pnpm --version), $(.venv/bin/python --version)); run \`bash infra/local/setup.sh\` (no argument) before the tests"
+  exit 0
+fi
 # Test tools (pytest for the zygote's tests, SandboxFusion's client) live in .venv-dev, same interpreter,
 # so the sandbox's own environment (.venv) offers programs nothing extra.
 have_dev="$(.venv-dev/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)"
 if [ "$have_dev" != "$want" ]; then rm -rf .venv-dev; "$py" -m venv .venv-dev; fi
 .venv-dev/bin/python -m pip install -q --disable-pip-version-check -r infra/python/requirements-dev.txt
-# RSTAR_SETUP_ONLY=train stops here: the built-in policy's `rstar train` needs only the node modules and the
-# sandbox's venv; what follows (~10 minutes on a fresh machine) is for the tests and the Hugging Face path.
-if [ "${RSTAR_SETUP_ONLY:-}" = train ]; then
-  echo "setup.sh: ready for rstar train (node $(node --version), pnpm $(pnpm --version), $(.venv/bin/python --version)); run without RSTAR_SETUP_ONLY for the tests"
-  exit 0
-fi
 # hadolint and kustomize for the Dockerfile and manifest tests (test/infra).
 bash infra/local/install-infra-tools.sh
 bash infra/local/install-kafka.sh

@@ -98,6 +98,22 @@ describe('module boundaries: libs never import services or the CLI, no cycles, d
     expect(cycles).toEqual([]);
   });
 
+  it('every project has exactly one scope:* tag and imports no lib of a scope above it (eslint.config.mjs SCOPE_MAY_USE)', async () => {
+    const { SCOPE_MAY_USE } = (await import(join(ROOT, 'eslint.config.mjs'))) as { SCOPE_MAY_USE: Record<string, string[]> };
+    const scopeOf = (p: Project) => p.tags.filter((t) => t.startsWith('scope:'));
+    for (const p of all) expect(scopeOf(p), `${p.dir}/project.json: one scope:* tag, one of ${Object.keys(SCOPE_MAY_USE).join(', ')}`).toEqual([expect.toBeOneOf(Object.keys(SCOPE_MAY_USE))]);
+    const above: string[] = [];
+    for (const p of all) {
+      const [scope] = scopeOf(p);
+      for (const dep of edges.get(p.name)!) {
+        const target = all.find((q) => q.name === dep);
+        const [depScope] = target ? scopeOf(target) : [];
+        if (target && !SCOPE_MAY_USE[scope].includes(depScope)) above.push(`${p.name} (${scope}) imports ${dep} (${depScope})`);
+      }
+    }
+    expect(above).toEqual([]);
+  });
+
   it("each project's package.json declares exactly the workspace packages it imports", () => {
     for (const p of all) expect([...p.declared].sort(), `${p.dir}/package.json dependencies`).toEqual([...importsOf(p)].sort());
   });
@@ -114,6 +130,10 @@ describe('module boundaries: libs never import services or the CLI, no cycles, d
     const cli = ['@rstar', 'cli'].join('/'); // spelled apart so the import scan above does not count it
     const [probe] = await eslint.lintText(`import { ProgressPrinter } from '${cli}';\nexport const p = ProgressPrinter;\n`, { filePath: join(ROOT, 'libs/grader/src/boundary-probe.ts') });
     expect(probe.messages.map((m) => m.ruleId)).toContain('@nx/enforce-module-boundaries');
+    // A lib importing a lib of a scope it may not use (the grader using the rollout drivers) is reported too.
+    const rollouts = ['@rstar', 'rollouts'].join('/');
+    const [upward] = await eslint.lintText(`import { PolicyServingHandler } from '${rollouts}';\nexport const r = PolicyServingHandler;\n`, { filePath: join(ROOT, 'libs/grader/src/scope-probe.ts') });
+    expect(upward.messages.map((m) => m.message).join('\n')).toMatch(/scope:grading/);
     const results = await eslint.lintFiles(['apps', 'libs', 'services', 'test']);
     const violations = results.flatMap((r) => r.messages.filter((m) => m.ruleId === '@nx/enforce-module-boundaries').map((m) => `${relative(ROOT, r.filePath)}:${m.line} ${m.message}`));
     expect(violations).toEqual([]);

@@ -1,5 +1,5 @@
 /**
- * Must-hold tests (ARCHITECTURE §4) against the real servers, and the same suite in
+ * Must-hold tests (docs/design/architecture.md §4) against the real servers, and the same suite in
  * standalone mode (PGlite + in-process bus). Each run isolates itself: its own Postgres schema, its own
  * JetStream stream + subject prefix, its own run ids; the NATS restart uses a private nats-server.
  */

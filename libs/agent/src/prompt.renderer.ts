@@ -1,7 +1,7 @@
 import { renderPrompt, renderToolTurn } from './template';
 
 /**
- * How a conversation becomes text (PROTOCOL §1): the prompt up to the start of generation, and the text
+ * How a conversation becomes text (docs/design/protocol.md §1): the prompt up to the start of generation, and the text
  * appended after an assistant turn that made tool calls (the tool results as one user turn, then the next
  * assistant opener). The agent loop tokenizes each piece once and appends the ids; the sampled turns
  * are never rendered again.

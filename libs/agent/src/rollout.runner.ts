@@ -11,13 +11,13 @@ export interface RolloutSpec {
   budget: { maxTokens: number; maxTurns: number };
   /** Tool listed in the system prompt; the model may call either flavour. Default python. */
   tool?: string;
-  /** Drop the system prompt (the tiny built-in policy, PROTOCOL §1 note in template.ts). */
+  /** Drop the system prompt (the tiny built-in policy, docs/design/protocol.md §1 note in template.ts). */
   compactPrompt?: boolean;
   /** Use this prompt text instead of rendering `problem` with the template. */
   promptText?: string;
 }
 
-/** Loop options: tool limits (PROTOCOL §3 defaults) and state-machine options. */
+/** Loop options: tool limits (docs/design/protocol.md §3 defaults) and state-machine options. */
 export interface RolloutOptions extends Pick<RolloutLimits, 'maxParallelCalls' | 'responseLimits'> {
   /** Wall-clock limit per tool call in ms (default 4000). */
   toolTimeoutMs?: number;
@@ -52,7 +52,7 @@ export interface RolloutResult extends RolloutOutcome {
 }
 
 /**
- * Run one multi-turn tool-integrated rollout (PROTOCOL §1-3) with {@link RolloutStateMachine}. The calls
+ * Run one multi-turn tool-integrated rollout (docs/design/protocol.md §1-3) with {@link RolloutStateMachine}. The calls
  * of a turn run concurrently the moment the turn is parsed; other rollouts are never held up (each
  * rollout is its own async chain). Errors of the engine session or the executor propagate (the caller
  * decides to retry the rollout or to fail it), except {@link ContextExceededError}, which ends the rollout

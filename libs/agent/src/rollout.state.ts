@@ -6,7 +6,7 @@ import { decodeFailureText, parseTurn } from './tool-call.parser';
 import { formatToolResponse, resolveToolResponseLimits, truncateMiddle, type ToolResponseLimits } from './tool-response.formatter';
 import { RSTAR2_RENDERER, type PromptRenderer } from './prompt.renderer';
 
-/** Limits of one rollout (PROTOCOL §2). */
+/** Limits of one rollout (docs/design/protocol.md §2). */
 export interface RolloutLimits {
   /** Shared budget of response tokens: model tokens plus tool-response tokens (prompt excluded). */
   maxTokens: number;
@@ -14,7 +14,7 @@ export interface RolloutLimits {
   maxTurns: number;
   /** Tool calls executed per turn, the first ones in order (default 1, as rStar2). */
   maxParallelCalls?: number;
-  /** Tool-response text limits (PROTOCOL §3). */
+  /** Tool-response text limits (docs/design/protocol.md §3). */
   responseLimits?: Partial<ToolResponseLimits>;
 }
 
@@ -93,7 +93,7 @@ export interface NextGeneration {
 type Phase = 'generate' | 'tools' | 'done';
 
 /**
- * The multi-turn rollout state machine (PROTOCOL §2), pure: it never calls an engine or a tool. Drive
+ * The multi-turn rollout state machine (docs/design/protocol.md §2), pure: it never calls an engine or a tool. Drive
  * it with `next()` -> engine -> `applyTurn()` -> (tools) -> `applyToolResults()` until `done`.
  *
  * Rules: one shared token budget over model and tool-response tokens; each request asks for

@@ -1,5 +1,5 @@
 /**
- * The rStar2-Agent conversation template (PROTOCOL.md §1), ChatML-style. These strings are the wire
+ * The rStar2-Agent conversation template (docs/design/protocol.md §1), ChatML-style. These strings are the wire
  * format between the policy and the agent loop; the built-in tokenizer gives each marker one token.
  */
 export const IM_START = '<|im_start|>';
@@ -46,7 +46,7 @@ export function toolSignature(tool: string): object {
   return TOOL_SIGNATURES[tool] ?? { name: tool };
 }
 
-/** The system prompt: reasoning/answer tags and the `# Tools` section (PROTOCOL §1). */
+/** The system prompt: reasoning/answer tags and the `# Tools` section (docs/design/protocol.md §1). */
 export function systemPrompt(tools: readonly string[] = [PYTHON_TOOL]): string {
   const sigs = tools.map((t) => JSON.stringify(toolSignature(t))).join('\n');
   return (
@@ -64,7 +64,7 @@ export function userPrompt(problem: string): string {
 
 /**
  * Full prompt text up to the start of generation: system, user, then the assistant opener followed by
- * `<reason>` (PROTOCOL §1). `compact` drops the long system text, used by the tiny built-in policy whose
+ * `<reason>` (docs/design/protocol.md §1). `compact` drops the long system text, used by the tiny built-in policy whose
  * context is a few hundred tokens (the system prompt carries no information a fixed small model uses).
  */
 export function renderPrompt(problem: string, opts: { tools?: readonly string[]; compact?: boolean } = {}): string {

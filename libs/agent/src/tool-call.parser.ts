@@ -53,7 +53,7 @@ function count(text: string, needle: string): number {
   return n;
 }
 
-/** The message of a decode failure as the model sees it (PROTOCOL §2). */
+/** The message of a decode failure as the model sees it (docs/design/protocol.md §2). */
 export function decodeFailureText(reason: string): string {
   return `Failed to decode tool call: ${reason}`;
 }
@@ -93,7 +93,7 @@ function decodeBody(raw: string, index: number): ParsedToolCall {
 }
 
 /**
- * Parse one assistant turn (PROTOCOL §2): every `<tool_call>...</tool_call>` block, matched
+ * Parse one assistant turn (docs/design/protocol.md §2): every `<tool_call>...</tool_call>` block, matched
  * non-greedily, in order; each body is `{"name": tool, "arguments": {"code": ..., "input": ...}}`.
  * Never throws: a block that does not decode becomes a {@link FailedToolCall}. A `<tool_call>` without
  * its closing tag is not a call (the turn ended inside it) and counts as a format violation.

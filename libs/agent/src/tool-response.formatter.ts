@@ -1,7 +1,7 @@
 import { InvalidRolloutRequestError } from './agent.errors';
 import type { ExecResult } from './ports';
 
-/** Limits on the tool-response text (PROTOCOL §3); lengths in Unicode code points. */
+/** Limits on the tool-response text (docs/design/protocol.md §3); lengths in Unicode code points. */
 export interface ToolResponseLimits {
   /** Cap per stream before formatting (the service's cap; applied again here so any executor is safe). Default 1000. */
   streamMaxChars: number;
@@ -31,7 +31,7 @@ export function resolveToolResponseLimits(partial: Partial<ToolResponseLimits> =
 
 /**
  * Cut `text` to `maxChars` code points keeping the middle out: `first head + "...(truncated)..." +
- * last tail` (PROTOCOL §3). Text within the limit is returned unchanged. Counts code points, so a
+ * last tail` (docs/design/protocol.md §3). Text within the limit is returned unchanged. Counts code points, so a
  * non-ASCII character (or a surrogate pair) is never split.
  */
 export function truncateMiddle(text: string, maxChars: number, head: number, tail: number): string {
@@ -46,7 +46,7 @@ function capHead(text: string, max: number): string {
 }
 
 /**
- * The tool-response text of an execution result (PROTOCOL §3 table): on success `stdout:`, `stderr:`
+ * The tool-response text of an execution result (docs/design/protocol.md §3 table): on success `stdout:`, `stderr:`
  * and `execution time:` lines; on failure a leading `reason: <status>` line (omitted for an ordinary
  * runtime error). Empty streams are omitted; each stream is capped to `streamMaxChars`, then the whole
  * text is cut to `maxChars` keeping head and tail.
@@ -62,7 +62,7 @@ export function formatToolResponse(result: ExecResult, limits: ToolResponseLimit
   return truncateMiddle(lines.join('\n'), limits.maxChars, limits.headChars, limits.tailChars);
 }
 
-/** A call is erroneous when its status is not `ok` (PROTOCOL §3); decode failures are counted by the caller. */
+/** A call is erroneous when its status is not `ok` (docs/design/protocol.md §3); decode failures are counted by the caller. */
 export function isErroneous(result: ExecResult): boolean {
   return result.status !== 'ok';
 }

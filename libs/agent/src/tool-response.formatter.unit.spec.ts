@@ -6,7 +6,7 @@ const exec = (over: Partial<ExecResult>): ExecResult => ({
   status: 'ok', stdout: '', stderr: '', exitCode: 0, signal: null, wallMs: 120, cpuMs: 100, truncated: false, ...over,
 });
 
-describe('formatToolResponse (PROTOCOL §3)', () => {
+describe('formatToolResponse (docs/design/protocol.md §3)', () => {
   it('formats a success with stdout and stderr', () => {
     expect(formatToolResponse(exec({ stdout: '42\n', stderr: 'warn\n' }))).toBe('stdout: 42\nstderr: warn\nexecution time: 0.12s');
   });

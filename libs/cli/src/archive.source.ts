@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { startEmbeddedPostgres } from '@rstar/event-store';
 import { REPO_ROOT } from '@rstar/sandbox';
+import { CliInputError } from './cli.errors';
 
 /** Where a command finds a run's archive. */
 export interface ArchiveSourceOptions {
@@ -30,7 +31,7 @@ export async function openArchive(o: ArchiveSourceOptions, runId?: string): Prom
   const url = o.database ?? (process.env.RSTAR_DATABASE_URL || undefined);
   if (url) return { url, schema: o.schema, embedded: false, where: `the Postgres archive (schema ${o.schema ?? 'rstar'})`, close: async () => undefined };
   const dir = o.dataDir ?? (runId ? join(REPO_ROOT, 'runs', runId, 'events') : undefined);
-  if (!dir || !existsSync(dir)) throw new Error(`no archive${dir ? ` at ${dir}` : ''}: pass --data-dir (a run's <out>/events folder) or --database URL (or set RSTAR_DATABASE_URL)`);
+  if (!dir || !existsSync(dir)) throw new CliInputError(`no archive${dir ? ` at ${dir}` : ''}: pass --data-dir (a run's <out>/events folder) or --database URL (or set RSTAR_DATABASE_URL)`);
   const pg = await startEmbeddedPostgres({ dataDir: dir });
   return { url: pg.url, schema: o.schema, embedded: true, where: `the archive ${dir}`, close: () => pg.close() };
 }

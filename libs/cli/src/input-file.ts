@@ -1,4 +1,5 @@
 import { statSync } from 'node:fs';
+import { CliInputError } from './cli.errors';
 
 /**
  * Check a JSON-lines input path before any work starts (a sandbox pool, a model), so a typo is one clear
@@ -9,7 +10,7 @@ export function assertReadableFile(file: string): void {
   try {
     isFile = statSync(file).isFile();
   } catch {
-    throw new Error(`input file ${file} does not exist; pass a JSON-lines file or pipe the lines on stdin`);
+    throw new CliInputError(`input file ${file} does not exist; pass a JSON-lines file or pipe the lines on stdin`);
   }
-  if (!isFile) throw new Error(`input ${file} is not a file; pass a JSON-lines file or pipe the lines on stdin`);
+  if (!isFile) throw new CliInputError(`input ${file} is not a file; pass a JSON-lines file or pipe the lines on stdin`);
 }

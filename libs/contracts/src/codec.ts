@@ -87,7 +87,3 @@ function invalid(prefix: string, err: z.ZodError): InvalidEventError {
   return new InvalidEventError(`invalid field "${path || '(root)'}": ${issue.message}`, path || null);
 }
 
-/** Narrow an event to one type. */
-export function isEvent<T extends EventType>(e: RstarEvent, type: T): e is Extract<RstarEvent, { type: T }> {
-  return e.type === type;
-}

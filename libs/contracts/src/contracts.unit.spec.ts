@@ -35,7 +35,7 @@ describe('events', () => {
     const { normalizedPrediction: _a, normalizedGold: _b, ms: _c, ...v1data } = e.data;
     const parsed = parseEvent({ ...e, version: 1, data: v1data });
     expect(parsed.version).toBe(2);
-    expect(parsed.data).toMatchObject({ normalizedPrediction: null, normalizedGold: null, ms: 0, reward: 1 });
+    expect(parsed.data).toMatchObject({ normalizedPrediction: null, normalizedGold: null, ms: null, reward: 1 });
   });
 
   it('names the offending field of a malformed event', () => {

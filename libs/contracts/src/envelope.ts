@@ -17,7 +17,7 @@ export const EventSignatureSchema = z.object({
 export type EventSignature = z.infer<typeof EventSignatureSchema>;
 
 /**
- * Metadata carried by every event (ARCHITECTURE §3). `correlationId` ties every event of one run
+ * Metadata carried by every event (docs/design/architecture.md §3). `correlationId` ties every event of one run
  * (usually the run id); `causationId` is the id of the event whose handler produced this one;
  * `traceparent` is the W3C trace context so a trace crosses NATS hops; `signature` (optional) is the
  * producer's signature ({@link EventSignatureSchema}).

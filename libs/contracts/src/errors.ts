@@ -1,14 +1,22 @@
+/** Options of {@link RstarError}: the error that caused this one (kept as the standard `Error.cause`). */
+export interface RstarErrorOptions {
+  cause?: unknown;
+}
+
 /**
- * Base class of every rstar error: `code` is machine-readable, `field` names the offending input path
- * (or null), and the message says the fix. Each lib derives its own base from it.
+ * Base class of every rstar error: `code` is machine-readable and stable (snake_case; callers and the
+ * HTTP error filter of @rstar/nest-runtime match on it, never on the message), `field` names the
+ * offending input path (or null), `cause` is the underlying error (or undefined), and the message says
+ * the fix. Each lib derives its own base from it.
  */
 export class RstarError extends Error {
   constructor(
     readonly code: string,
     message: string,
     readonly field: string | null = null,
+    options: RstarErrorOptions = {},
   ) {
-    super(message);
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
   }
 }

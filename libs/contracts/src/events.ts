@@ -1,8 +1,8 @@
 import { z } from 'zod';
 
 /**
- * Every event of ARCHITECTURE §3: its `type`, current `version`, NATS subject and data schema.
- * Subjects are wire contracts (STYLE.md rule 4): change them only with a new version and an upcaster.
+ * Every event of docs/design/architecture.md §3: its `type`, current `version`, NATS subject and data schema.
+ * Subjects are wire contracts (docs/design/style.md rule 4): change them only with a new version and an upcaster.
  */
 
 const TokenIds = z.array(z.number().int().nonnegative());
@@ -166,7 +166,8 @@ export const RewardAssignedData = z.object({
   normalizedPrediction: z.string().nullable(),
   normalizedGold: z.string().nullable(),
   rule: z.string(),
-  ms: z.number().nonnegative(),
+  /** Grading time in ms; null when it was not measured (a v1 event, upcast: v1 did not record it). */
+  ms: z.number().nonnegative().nullable(),
 });
 
 export const RocPenalty = z.object({ rolloutId: z.string(), pErr: z.number(), pFormat: z.number() });

@@ -1,7 +1,7 @@
 import { v7 as uuidv7 } from 'uuid';
 
 /**
- * Deterministic ids (ARCHITECTURE §3): ids derived from the run, so a retried handler re-emits the same
+ * Deterministic ids (docs/design/architecture.md §3): ids derived from the run, so a retried handler re-emits the same
  * id and both JetStream's dedupe window (`Nats-Msg-Id`) and Postgres' unique key drop the copy.
  */
 export const ids = {
@@ -26,5 +26,3 @@ export const streams = {
   group: (groupId: string): string => `group-${groupId}`,
 };
 
-/** A fresh random UUIDv7 (for ids that do not derive from the run, e.g. dead letters). */
-export const newId = (): string => uuidv7();

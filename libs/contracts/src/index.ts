@@ -6,3 +6,4 @@ export * from './codec';
 export * from './upcast';
 export * from './run-config';
 export * from './json-schema';
+export * from './tool-call.data';

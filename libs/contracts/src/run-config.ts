@@ -5,7 +5,7 @@ import { closestKey, objectKeysAt } from './schema.suggest';
 
 /**
  * The run config (YAML) of `rstar train`: model, data, SFT, RL stages, GRPO-RoC, tool limits, trainer,
- * engines and evaluation. Defaults follow PROTOCOL.md; presets live in `configs/*.yaml`.
+ * engines and evaluation. Defaults follow docs/design/protocol.md; presets live in `configs/*.yaml`.
  */
 export const ModelConfigSchema = z.strictObject({
   layers: z.number().int().min(1).max(48).default(2),
@@ -19,7 +19,7 @@ export const StageConfigSchema = z.strictObject({
   name: z.string().min(1),
   steps: z.number().int().min(1),
   promptsPerStep: z.number().int().min(1),
-  /** G: rollouts kept per group; 2G are sampled (PROTOCOL §5). */
+  /** G: rollouts kept per group; 2G are sampled (docs/design/protocol.md §5). */
   groupSize: z.number().int().min(1).default(16),
   oversample: z.number().int().min(1).default(2),
   maxResponseTokens: z.number().int().min(8),
@@ -51,7 +51,7 @@ export const RunConfigSchema = z.strictObject({
       path: z.string().min(1).optional(),
       /**
        * `hf`: how prompts are rendered with the model's chat template: `full` (system turn with the `# Tools`
-       * section, PROTOCOL §1) or `compact` (no system turn: the user instruction and the problem). The SFT
+       * section, docs/design/protocol.md §1) or `compact` (no system turn: the user instruction and the problem). The SFT
        * traces and every rollout of the run use it. Absent: policy-serving's own setting.
        */
       prompt: z.enum(['full', 'compact']).optional(),

@@ -17,7 +17,7 @@ function poolGauge(name: string, help: string, labelNames: string[], collect: (g
 }
 
 /**
- * Prometheus view of policy-serving's KV-budget scheduling (PROTOCOL §7), read from every live pool's
+ * Prometheus view of policy-serving's KV-budget scheduling (docs/design/protocol.md §7), read from every live pool's
  * scheduler at scrape time: per engine the KV tokens reserved and the capacity (their ratio is the KV
  * usage the scheduler plans with), rollouts holding a lease, generation requests in flight and whether
  * the engine is in rotation; and the rollouts waiting for capacity (the queue depth).

@@ -1,19 +1,20 @@
+import { RstarError, type RstarErrorOptions } from '@rstar/contracts';
 /** Base class of engine errors; `code` is machine-readable, `engineId` names the engine. */
-export class EngineError extends Error {
+export class EngineError extends RstarError {
   constructor(
-    readonly code: string,
+    code: string,
     message: string,
     readonly engineId: string,
+    options: RstarErrorOptions = {},
   ) {
-    super(message);
-    this.name = new.target.name;
+    super(code, message, null, options);
   }
 }
 
 /** The engine did not answer (connection refused/reset, timeout, 5xx) after every retry: take it out of rotation. */
 export class EngineUnavailableError extends EngineError {
-  constructor(engineId: string, message: string, readonly cause?: unknown) {
-    super('engine_unavailable', `engine ${engineId} unavailable: ${message}`, engineId);
+  constructor(engineId: string, message: string, cause?: unknown) {
+    super('engine_unavailable', `engine ${engineId} unavailable: ${message}`, engineId, { cause });
   }
 }
 

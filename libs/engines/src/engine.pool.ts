@@ -25,7 +25,7 @@ export interface PooledSession extends EngineSession {
 }
 
 /**
- * Engines plus the rollout scheduler (PROTOCOL §7): a rollout reserves `prompt + max_response` KV tokens
+ * Engines plus the rollout scheduler (docs/design/protocol.md §7): a rollout reserves `prompt + max_response` KV tokens
  * on first use, keeps its engine for every turn, and releases on exit. An engine that does not answer
  * (after the adapter's retries) is taken out of rotation; its in-flight requests are aborted and its
  * rollouts re-queued first, so each resumes on another engine by resending its context up to the last

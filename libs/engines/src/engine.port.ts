@@ -1,6 +1,6 @@
 import type { GenerateRequest, GenerateResult } from '@rstar/agent';
 
-/** What an engine reports about itself: KV-cache capacity in tokens (PROTOCOL §7). */
+/** What an engine reports about itself: KV-cache capacity in tokens (docs/design/protocol.md §7). */
 export interface ServerInfo {
   kvCapacityTokens: number;
 }

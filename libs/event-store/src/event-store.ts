@@ -64,7 +64,7 @@ export interface AppendResult {
 const SCHEMA_RE = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /**
- * The append-only event archive on Postgres (ARCHITECTURE §4), also on PGlite through the embedded wire-protocol server (startEmbeddedPostgres).
+ * The append-only event archive on Postgres (docs/design/architecture.md §4), also on PGlite through the embedded wire-protocol server (startEmbeddedPostgres).
  * Appends are one `INSERT ... SELECT FROM unnest(...)` per batch with `ON CONFLICT (id) DO NOTHING`,
  * or on real Postgres (`appendMethod` `'auto'`/`'copy'`) a COPY of the new rows ({@link copyAppend});
  * appends to a stream are serialised by a transaction-scoped advisory lock per stream so

@@ -1,5 +1,5 @@
 /**
- * Schema migrations of the event archive (ARCHITECTURE §4), applied in order and recorded in
+ * Schema migrations of the event archive (docs/design/architecture.md §4), applied in order and recorded in
  * `<schema>.schema_migrations`. Append new entries; never edit an applied one.
  * `{{schema}}` is replaced by the quoted schema name. Each runs in a transaction with
  * `rstar.migrating = on`, the only way past the append-only trigger of migration 2.

@@ -22,7 +22,7 @@ const CANCEL_REQUEST = 80877102;
 const FLUSH_TYPES = new Set(['S', 'Q', 'H', 'X', 'p', 'd', 'c', 'f']);
 
 /**
- * Start PGlite behind a Postgres wire-protocol socket (standalone mode, ARCHITECTURE §4), so the same
+ * Start PGlite behind a Postgres wire-protocol socket (standalone mode, docs/design/architecture.md §4), so the same
  * `pg` code runs on it as on real Postgres, from any number of connections.
  *
  * Why not @electric-sql/pglite-socket's server as is: PGlite is one session, and pglite-socket 0.2.17

@@ -3,7 +3,7 @@ import { GraderError } from './errors';
 import { decimalLiteral } from './decimal.approximation';
 import { type Equality } from './expression.compare';
 import { evaluate } from './expression.evaluator';
-import { compareLeaves, parsedLeaf, type CompareContext } from './leaf.compare';
+import { both, compareLeaves, parsedLeaf, type CompareContext, type NodeComparison } from './leaf.compare';
 import { differentNames, isBareVariable, labelName, sameLabel } from './label.names';
 import { phraseValue } from './phrase.value';
 import {
@@ -21,20 +21,13 @@ import {
 
 export { hasDecimal, leafLatex, percentPairs, type CompareContext } from './leaf.compare';
 
-/** The outcome of comparing two parsed answers, with the rule that decided it. */
-export interface NodeComparison {
-  equality: Equality;
-  rule: string;
-  /** The forms the deciding rule compared when they are not the parsed answers (a chain's value, ...). */
-  pred?: AnswerNode;
-  gold?: AnswerNode;
-}
+export type { NodeComparison } from './leaf.compare';
 
-const NO_FLAGS: CompareContext = { predPercent: false, goldPercent: false };
+const NO_FLAGS: CompareContext = { predPercent: false, goldPercent: false, compareNodes: (p, g, c) => compareNodes(p, g, c) };
 
 /** The context for the parts of an answer: no top-level percent flags, the same hints and renames. */
 function inner(ctx: CompareContext): CompareContext {
-  return ctx.hints || ctx.rename ? { predPercent: false, goldPercent: false, hints: ctx.hints, rename: ctx.rename } : NO_FLAGS;
+  return ctx.hints || ctx.rename ? { predPercent: false, goldPercent: false, hints: ctx.hints, rename: ctx.rename, compareNodes: ctx.compareNodes } : NO_FLAGS;
 }
 
 /** An item of a list with the name it was given (`x = 3` -> {label: `x`, value: `3`}). */
@@ -178,10 +171,6 @@ function compareLists(pred: AnswerNode, gold: AnswerNode, ctx: CompareContext): 
   return { equality: matchUnordered(ps.map((p) => p.value), gs.map((g) => g.value), eq), rule: 'set' };
 }
 
-function both(a: Equality, b: Equality): Equality {
-  if (a === 'different' || b === 'different') return 'different';
-  return a === 'unknown' || b === 'unknown' ? 'unknown' : 'equal';
-}
 
 const intervalish = (n: AnswerNode): boolean =>
   n.kind === 'union' || n.kind === 'reals' || n.kind === 'empty' || n.kind === 'relation' ||
@@ -251,12 +240,14 @@ function differentlyNamed(pred: AnswerNode, gold: AnswerNode, ctx: CompareContex
 }
 
 /**
- * Compares a parsed prediction with a parsed gold answer (GRADING rules 3-9 and GRADING-RULES.md).
+ * Compares a parsed prediction with a parsed gold answer (docs/design/grading.md rules 3-9 and GRADING-RULES.md).
  * Returns `unknown` when the fast path cannot decide; never throws for a structural mismatch (that is
  * `different`), but lets `GraderError` (unparseable, refused) propagate so the caller can fail closed or
  * offload.
  */
 export function compareNodes(pred: AnswerNode, gold: AnswerNode, ctx: CompareContext = NO_FLAGS): NodeComparison {
+  // The relation rules (relation.compare.ts) compare parts through the context's compareNodes.
+  if (!ctx.compareNodes) ctx = { ...ctx, compareNodes };
   const assigned = tupleAssignment(pred, ctx);
   if (assigned && gold.kind !== 'relation' && gold.kind !== 'tuple') return compareNodes(assigned, gold, ctx);
   // With the problem's options, a gold that is one lower-case letter (`c`) names an option.

@@ -122,7 +122,7 @@ export function lastBoxes(text: string, n: number): string[] | null {
 }
 
 /**
- * Extracts the final answer of a model response (GRADING rule 1): the last balanced `\boxed{...}`
+ * Extracts the final answer of a model response (docs/design/grading.md rule 1): the last balanced `\boxed{...}`
  * (also `\boxed x`, `\fbox{...}`) after the last `</think>` or inside the last `<answer>` block;
  * adjacent boxes joined only by `,` / `and` form one list (`a, b`); boxes joined by `or` are returned
  * as `a \text{ or } b` (a hedge, graded wrong). Without a box only an explicit marker counts

@@ -1,6 +1,6 @@
 import { GraderError } from './errors';
 
-/** A parsed answer (the structures of GRADING rules 7-9); leaves keep their normalised LaTeX. */
+/** A parsed answer (the structures of docs/design/grading.md rules 7-9); leaves keep their normalised LaTeX. */
 export type AnswerNode =
   | { kind: 'expr'; latex: string }
   /** Prose; `raw` keeps the normalised text (numbers and all) for the phrase rule. */
@@ -142,7 +142,7 @@ function parseMatrix(s: string): AnswerNode | null {
 }
 
 /**
- * Parses a normalised answer into an {@link AnswerNode} (GRADING rules 7-9): choices, prose, base-n
+ * Parses a normalised answer into an {@link AnswerNode} (docs/design/grading.md rules 7-9): choices, prose, base-n
  * numbers, matrices, unions, sets, tuples/intervals, relations (`=`, inequalities, `\in`, ratios),
  * lists of solutions (`,`, `and`, `or`), `\pm`, and otherwise an expression leaf.
  * Throws `GraderError('unparseable')` on an empty answer.

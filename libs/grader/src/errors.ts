@@ -1,3 +1,4 @@
+import { RstarError, type RstarErrorOptions } from '@rstar/contracts';
 /** Machine-readable reasons a grader operation refused or failed. */
 export type GraderErrorCode =
   | 'unparseable'
@@ -9,12 +10,9 @@ export type GraderErrorCode =
   | 'timeout';
 
 /** A typed grader failure. Inside `grade` every such error ends as a `false` verdict (fail closed, rule 10). */
-export class GraderError extends Error {
-  constructor(
-    readonly code: GraderErrorCode,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'GraderError';
+export class GraderError extends RstarError {
+  declare readonly code: GraderErrorCode;
+  constructor(code: GraderErrorCode, message: string, options: RstarErrorOptions = {}) {
+    super(code, message, null, options);
   }
 }

@@ -16,7 +16,7 @@ export interface CompareOptions {
 
 /** Relative agreement of two exact closed forms evaluated in doubles. */
 const CLOSED_FORM_RTOL = 1e-10;
-/** A decimal for an irrational gold must have at least 6 correct decimals (GRADING rule 6). */
+/** A decimal for an irrational gold must have at least 6 correct decimals (docs/design/grading.md rule 6). */
 const DECIMAL_TOL = 1e-6;
 /** Relative agreement at each sample point for expressions with variables. */
 const SAMPLE_RTOL = 1e-8;
@@ -27,7 +27,7 @@ function close(a: number, b: number, rtol: number): boolean {
 }
 
 /**
- * Compares two constant values (GRADING rules 3 and 6): rationals exactly; an approximate decimal
+ * Compares two constant values (docs/design/grading.md rules 3 and 6): rationals exactly; an approximate decimal
  * against an irrational gold to 6 decimals; exact closed forms (radicals, pi, e) to 1e-10 relative.
  * Values at or past the edge of double range (0, subnormal, infinite) that are not exact are
  * `unknown`, so tiny values never collapse to zero.
@@ -84,7 +84,7 @@ function safeEval(j: MathJson, env: Map<string, number>): number {
 }
 
 /**
- * Equality of two expressions (GRADING rule 6). Constant expressions: {@link compareValues}.
+ * Equality of two expressions (docs/design/grading.md rule 6). Constant expressions: {@link compareValues}.
  * With free variables: identity testing at fixed random points (Schwartz-Zippel style); `unknown`
  * when fewer than 3 points are defined on both sides. Throws `GraderError` for refused or
  * unsupported input.
@@ -114,7 +114,7 @@ export function compareExpressions(pred: MathJson, gold: MathJson, opts: Compare
 }
 
 /**
- * Equality of two equations `lp = rp` and `lg = rg` up to a non-zero constant factor (GRADING rule 8):
+ * Equality of two equations `lp = rp` and `lg = rg` up to a non-zero constant factor (docs/design/grading.md rule 8):
  * `(lp - rp) / (lg - rg)` is the same non-zero constant at every sample point.
  */
 export function compareEquations(pred: [MathJson, MathJson], gold: [MathJson, MathJson]): Equality {

@@ -166,7 +166,7 @@ function binomial(n: Value, k: Value): Value {
 
 /**
  * Evaluates MathJSON to a {@link Value}: exact rational arithmetic while every step is rational
- * (bigint; refusing huge powers and factorials instead of evaluating them, GRADING rule 6), doubles
+ * (bigint; refusing huge powers and factorials instead of evaluating them, docs/design/grading.md rule 6), doubles
  * otherwise; free variables take their values from `env`. Throws `GraderError` (unsupported construct,
  * unbound variable, division by zero, refused size).
  */

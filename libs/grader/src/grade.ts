@@ -20,7 +20,7 @@ export interface Verdict {
   extracted: string | null;
   normalizedPrediction: string | null;
   normalizedGold: string | null;
-  /** The rule that decided (GRADING.md and GRADING-RULES.md list them all): `normalized_equal`, `numeric`,
+  /** The rule that decided (docs/design/grading.md and GRADING-RULES.md list them all): `normalized_equal`, `numeric`,
    * `symbolic`, `percent`, `set`, `tuple`, `interval`, `matrix`, `equation`, `inequality`, `relation`, `text`,
    * `choice`, `base`, `hedged`, `structure`, `no_answer`, `fail_closed`, `refused`, `undecided`, `sympy`,
    * `timeout`, and `gold_unparsed`, `chain`, `phrase_value`, `ratio`, `renamed_variable`, `vector_tuple`,
@@ -220,7 +220,7 @@ export function warmUp(): void {
 }
 
 /**
- * Grades a model response against the gold answer with GRADING.md rules 1-10 and the rules of
+ * Grades a model response against the gold answer with docs/design/grading.md rules 1-10 and the rules of
  * GRADING-RULES.md; synchronous and bounded (no step evaluates a huge power or factorial; checks it
  * cannot decide end as `false`, rule `undecided`/`refused`/`fail_closed`; a gold that does not parse ends
  * as `false`, rule `gold_unparsed`). With `opts.problem` the problem-aware rules apply. Throws

@@ -3,7 +3,7 @@ import { braceDigitExponents, degreesInTrig, lineBreaksToRows, polarForms, repai
 import { replaceNumberWords } from './number-words';
 import { plainTextToLatex } from './plain-text.converter';
 
-/** A normalised answer string plus the annotations stripped from it (GRADING rules 2, 4, 5). */
+/** A normalised answer string plus the annotations stripped from it (docs/design/grading.md rules 2, 4, 5). */
 export interface NormalizedAnswer {
   /** The normalised LaTeX (no `$`, `\left`, spacing, text wrappers, units, `%`, degrees). */
   text: string;
@@ -71,7 +71,7 @@ function stripOuterBraces(s: string): string {
 }
 
 /**
- * GRADING rule 2 (+ the stripping parts of rules 4 and 5): drops `\left`/`\right`, `\displaystyle`,
+ * docs/design/grading.md rule 2 (+ the stripping parts of rules 4 and 5): drops `\left`/`\right`, `\displaystyle`,
  * spacing commands, text wrappers, `$`, a trailing period, unambiguous thousands separators (`{,}`,
  * `,\!`, thin spaces between digit groups), `\$`, `%` and degree marks (recorded as flags), and unit words
  * after a value. Pure and bounded (linear in the input).

@@ -4,6 +4,7 @@ import { GraderError } from './errors';
 import { compareComplexValues, compareExpressions, compareValues, sampleEnvs, type Equality } from './expression.compare';
 import { evaluate, freeVariables, parseLatex, type MathJson, type Value } from './expression.evaluator';
 import { evaluateMatrixExpression, type MatrixValue } from './matrix.evaluator';
+import type { AnswerNode } from './answer.parser';
 import type { ProblemHints } from './problem.hints';
 
 /** What a comparison knows besides the two answers: percent flags (rule 5), the problem's hints, renames. */
@@ -14,6 +15,30 @@ export interface CompareContext {
   hints?: ProblemHints;
   /** Bound variables of the prediction renamed to the gold's (`f(t) = ..` against `f(x) = ..`). */
   rename?: ReadonlyMap<string, string>;
+  /**
+   * The whole-answer comparison (answer.compare.ts's `compareNodes`, which sets it), for the relation
+   * rules that compare the parts of an answer: passed here so relation.compare.ts does not import
+   * answer.compare.ts (which imports it).
+   */
+  compareNodes?: NodeCompare;
+}
+
+/** The outcome of comparing two parsed answers, with the rule that decided it. */
+export interface NodeComparison {
+  equality: Equality;
+  rule: string;
+  /** The forms the deciding rule compared when they are not the parsed answers (a chain's value, ...). */
+  pred?: AnswerNode;
+  gold?: AnswerNode;
+}
+
+/** Compares two parsed answers (the signature of answer.compare.ts's `compareNodes`). */
+export type NodeCompare = (pred: AnswerNode, gold: AnswerNode, ctx: CompareContext) => NodeComparison;
+
+/** Both parts equal: `different` wins over `unknown`, which wins over `equal`. */
+export function both(a: Equality, b: Equality): Equality {
+  if (a === 'different' || b === 'different') return 'different';
+  return a === 'unknown' || b === 'unknown' ? 'unknown' : 'equal';
 }
 
 /** A comparison's outcome and the name of the rule that decided it. */
@@ -120,7 +145,7 @@ function matrixExpressionRule(pred: string, gold: string, p: MathJson, g: MathJs
 }
 
 /**
- * Equality of two expression leaves (GRADING rules 3, 5, 6 and the decimal, complex and matrix rules of
+ * Equality of two expression leaves (docs/design/grading.md rules 3, 5, 6 and the decimal, complex and matrix rules of
  * GRADING-RULES.md). Lets `GraderError` (unparseable, refused) propagate so the caller can fail closed
  * or offload the check.
  */

@@ -4,6 +4,7 @@
  * `plain_text` in GRADING-RULES.md). A small precedence-climbing parser over Python/sympy syntax;
  * anything it does not recognise makes {@link plainTextToLatex} return null and the text is read as LaTeX.
  */
+import { GraderError } from './errors';
 
 type Node =
   | { t: 'num'; v: string }
@@ -15,7 +16,12 @@ type Node =
   | { t: 'group'; open: string; close: string; items: Node[] }
   | { t: 'rel'; op: string; a: Node; b: Node };
 
-class PlainTextSyntaxError extends Error {}
+/** Text the plain-text parser cannot read; caught inside this file (the converter then answers null). */
+class PlainTextSyntaxError extends GraderError {
+  constructor(message: string) {
+    super('unparseable', message);
+  }
+}
 
 const TOKEN = /\s*(?:(\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)|([A-Za-z_][A-Za-z_0-9]*)|(\*\*|<=|>=|!=|==|[-+*/^(),[\]{}!<>=%]))/y;
 

@@ -15,7 +15,7 @@ function bits(x: bigint): number {
 }
 
 /**
- * Exact rational `n/d` over bigints, always reduced with `d > 0` (GRADING rule 3).
+ * Exact rational `n/d` over bigints, always reduced with `d > 0` (docs/design/grading.md rule 3).
  * Operations throw `GraderError('refused_huge')` past {@link MAX_EXACT_BITS} so a grade stays bounded.
  */
 export class Rational {

@@ -1,8 +1,8 @@
 import type { AnswerNode } from './answer.parser';
-import { compareNodes, type NodeComparison } from './answer.compare';
+import { GraderError } from './errors';
 import { compareEquations, type Equality } from './expression.compare';
 import { freeVariables, type MathJson } from './expression.evaluator';
-import { hasDecimal, parsedLeaf, type CompareContext } from './leaf.compare';
+import { both, hasDecimal, parsedLeaf, type CompareContext, type NodeCompare, type NodeComparison } from './leaf.compare';
 import { decimalLiteral, roundDecimals, truncateDecimals } from './decimal.approximation';
 import { restates } from './problem.hints';
 import { evaluate } from './expression.evaluator';
@@ -114,7 +114,7 @@ export function chainValue(n: AnswerNode, ctx: CompareContext, restatedLabel = f
     sides = timesRead;
   }
   for (let k = 0; k < ops.length; k++) {
-    const agree = ops[k] === '=' ? compareNodes(sides[k], sides[k + 1], { predPercent: false, goldPercent: false, hints: ctx.hints }).equality === 'equal' : approximatelyEqual(sides[k], sides[k + 1]);
+    const agree = ops[k] === '=' ? nodesOf(ctx)(sides[k], sides[k + 1], { predPercent: false, goldPercent: false, hints: ctx.hints, compareNodes: ctx.compareNodes }).equality === 'equal' : approximatelyEqual(sides[k], sides[k + 1]);
     if (!agree) return 'inconsistent';
   }
   const firstApprox = ops.indexOf('\\approx');
@@ -247,18 +247,20 @@ function relationToSetParts(n: Relation): SetPart[] | null {
   return null;
 }
 
-function both(a: Equality, b: Equality): Equality {
-  if (a === 'different' || b === 'different') return 'different';
-  return a === 'unknown' || b === 'unknown' ? 'unknown' : 'equal';
+/** The whole-answer comparison the caller passed in the context (answer.compare.ts's `compareNodes` sets it). */
+function nodesOf(ctx: CompareContext): NodeCompare {
+  // A programmer error, not input: these rules are reached through compareNodes, which always sets it.
+  if (!ctx.compareNodes) throw new GraderError('unsupported', 'relation rules compare parts through ctx.compareNodes; call them through compareNodes (answer.compare.ts)');
+  return ctx.compareNodes;
 }
 
 export function comparePart(p: SetPart, g: SetPart, ctx: CompareContext): Equality {
   if ('point' in p || 'point' in g) {
-    if ('point' in p && 'point' in g) return compareNodes(p.point, g.point, ctx).equality;
+    if ('point' in p && 'point' in g) return nodesOf(ctx)(p.point, g.point, ctx).equality;
     return 'different';
   }
   if (p.loClosed !== g.loClosed || p.hiClosed !== g.hiClosed) return 'different';
-  return both(compareNodes(p.lo, g.lo, ctx).equality, compareNodes(p.hi, g.hi, ctx).equality);
+  return both(nodesOf(ctx)(p.lo, g.lo, ctx).equality, nodesOf(ctx)(p.hi, g.hi, ctx).equality);
 }
 
 /** Unordered matching of two collections (greedy; each gold item used once). */
@@ -282,7 +284,7 @@ export function matchUnordered<T>(preds: T[], golds: T[], eq: (p: T, g: T) => Eq
 
 export function matchOrdered(preds: AnswerNode[], golds: AnswerNode[], ctx: CompareContext): Equality {
   if (preds.length !== golds.length) return 'different';
-  return preds.reduce<Equality>((acc, p, i) => both(acc, compareNodes(p, golds[i], ctx).equality), 'equal');
+  return preds.reduce<Equality>((acc, p, i) => both(acc, nodesOf(ctx)(p, golds[i], ctx).equality), 'equal');
 }
 
 /** The unknown a solved one-variable relation is about (`x` in `x < 4`, `-x > -1`, `1 \leq |x| \leq 2`, `x \in [1, 2]`). */
@@ -372,7 +374,7 @@ export function compareRatios(p: AnswerNode[], g: AnswerNode[], ctx: CompareCont
   for (let k = 1; k < p.length; k++) {
     const [pk, p0, gk, g0] = [latex(p[k]), latex(p[0]), latex(g[k]), latex(g[0])];
     if (pk === null || p0 === null || gk === null || g0 === null) return 'different';
-    const e = compareNodes({ kind: 'expr', latex: `\\frac{${p0}}{${pk}}` }, { kind: 'expr', latex: `\\frac{${g0}}{${gk}}` }, ctx).equality;
+    const e = nodesOf(ctx)({ kind: 'expr', latex: `\\frac{${p0}}{${pk}}` }, { kind: 'expr', latex: `\\frac{${g0}}{${gk}}` }, ctx).equality;
     if (e === 'different') return 'different';
     if (e === 'unknown') out = 'unknown';
   }

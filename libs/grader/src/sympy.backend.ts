@@ -28,7 +28,7 @@ else:
 `;
 
 /**
- * {@link SymbolicBackend} on sympy in the sandbox (GRADING rule 6: work that can hang runs under a
+ * {@link SymbolicBackend} on sympy in the sandbox (docs/design/grading.md rule 6: work that can hang runs under a
  * time limit, as rStar2 offloads verification to its code service). Pass a started `SandboxPool`.
  * Rejects with `GraderError('timeout')` when the sandbox kills the check at `timeoutMs`, and with
  * `GraderError('backend_failed')` when the program fails.

@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { grade, type Verdict } from './grade';
+import { GraderError } from './errors';
 
 /** Repository root (libs/grader/src -> ../../..). */
 const REPO_ROOT = resolve(__dirname, '../../..');
@@ -90,7 +91,7 @@ export function responseOf(row: Pick<Row, 'turns' | 'final_answer'>): { response
  * answer. Throws when `dir` does not exist.
  */
 export function readTrajectoryAnswers(dir: string = DEFAULT_TRAJECTORIES_DIR): TrajectoryAnswer[] {
-  if (!existsSync(dir)) throw new Error(`trajectories directory not found: ${dir} (set RSTAR_SHARED_DIR to the shared data folder)`);
+  if (!existsSync(dir)) throw new GraderError('invalid_input', `trajectories directory not found: ${dir} (set RSTAR_SHARED_DIR to the shared data folder)`);
   const out: TrajectoryAnswer[] = [];
   for (const file of readdirSync(dir).filter((f) => f.endsWith('.jsonl')).sort()) {
     for (const line of readFileSync(resolve(dir, file), 'utf8').split('\n')) {

@@ -29,7 +29,7 @@ function rationalLatex(r: Rational): string {
 
 /**
  * Rule `unit_mismatch` (no problem needed): the prediction and the gold both name a known unit and they
- * differ (`5 m` against `5 cm`); without conversion (GRADING rule 5) such a value is not the gold's.
+ * differ (`5 m` against `5 cm`); without conversion (docs/design/grading.md rule 5) such a value is not the gold's.
  */
 export function unitMismatch(predUnit: string, goldUnit: string): boolean {
   const a = parseUnit(predUnit);

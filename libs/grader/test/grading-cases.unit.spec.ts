@@ -19,7 +19,7 @@ const CASES: GradingCase[] = readFileSync(resolve(__dirname, '../fixtures/gradin
 
 const isIntegerGold = (g: string) => /^\s*-?\d+\s*$/.test(g);
 
-describe('grading-cases.jsonl (GRADING.md rules 1-10)', () => {
+describe('grading-cases.jsonl (docs/design/grading.md rules 1-10)', () => {
   it.each(CASES.map((c) => [c.id, c.kind, c] as const))('%s (%s)', (_id, _kind, c) => {
     const v = grade(c.prediction, c.gold);
     expect(v.correct, `rule=${v.rule} extracted=${v.extracted} pred=${v.normalizedPrediction} gold=${v.normalizedGold}`).toBe(c.expected);

@@ -29,7 +29,7 @@ export interface ResamplingHandlerOptions {
 const INPUT_TYPES = ['RolloutRequested', 'RolloutCompleted', 'RewardAssigned', 'GroupResampled'] as const;
 
 /**
- * The resampling service (ARCHITECTURE §5, PROTOCOL §5) as a plain class: consumes `RolloutRequested`,
+ * The resampling service (docs/design/architecture.md §5, docs/design/protocol.md §5) as a plain class: consumes `RolloutRequested`,
  * `RolloutCompleted` and `RewardAssigned`, and publishes one `GroupResampled` per group (event id
  * `GroupResampled:<groupId>`) once all 2G rollouts are in, or with `groupDropped: 'timeout'` when the
  * group's timeout passes first. An event is acked only after any decision it completed is published.

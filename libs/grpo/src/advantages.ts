@@ -1,6 +1,6 @@
 import { GrpoInputError } from './errors';
 
-/** Epsilon of the advantage denominator (PROTOCOL §6). */
+/** Epsilon of the advantage denominator (docs/design/protocol.md §6). */
 export const ADVANTAGE_EPS = 1e-6;
 
 export interface GroupAdvantages {
@@ -12,7 +12,7 @@ export interface GroupAdvantages {
 }
 
 /**
- * Group-relative advantages of GRPO (DeepSeekMath §4.1.2; rStar2-Agent eq. 1, PROTOCOL §6):
+ * Group-relative advantages of GRPO (DeepSeekMath §4.1.2; rStar2-Agent eq. 1, docs/design/protocol.md §6):
  * `A_i = (r_i - mean(r)) / (std(r) + 1e-6)` over the kept rollouts of one group, with the unbiased
  * standard deviation. A group of one has no spread to compare with: it gets mean 0 and std 1, so
  * `A = r / (1 + 1e-6)`. An empty group gives no advantages. Throws {@link GrpoInputError} for a

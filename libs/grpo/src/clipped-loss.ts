@@ -1,6 +1,6 @@
 import { GrpoInputError } from './errors';
 
-/** PPO-clip settings of PROTOCOL §6 (clip-higher + dual clip). */
+/** PPO-clip settings of docs/design/protocol.md §6 (clip-higher + dual clip). */
 export interface ClipConfig {
   /** Lower clip: ratio floor 1 - epsLow (0.2). */
   epsLow: number;
@@ -26,7 +26,7 @@ export interface TokenLoss {
 }
 
 /**
- * Per-token clipped policy-gradient loss of GRPO-RoC (rStar2-Agent eq. 2, PROTOCOL §6):
+ * Per-token clipped policy-gradient loss of GRPO-RoC (rStar2-Agent eq. 2, docs/design/protocol.md §6):
  * `loss = -min(rho*A, clip(rho, 1-epsLow, 1+epsHigh)*A)`, and for `A < 0` additionally
  * `loss = min(loss, -c*A)` (dual clip, Ye et al. 2020). Numbers, not tensors: used for metrics and to
  * cross-check a tensor trainer. Log-probs are natural logs.
@@ -70,7 +70,7 @@ export interface LossStats {
 }
 
 /**
- * Token-mean loss and its metrics over a batch (PROTOCOL §6: mean over all model tokens of the batch,
+ * Token-mean loss and its metrics over a batch (docs/design/protocol.md §6: mean over all model tokens of the batch,
  * not per sequence). Throws {@link GrpoInputError} when a sequence's arrays differ in length.
  */
 export function clippedLossStats(seqs: readonly LossSequence[], cfg: ClipConfig = DEFAULT_CLIP): LossStats {

@@ -1,5 +1,6 @@
+import { GrpoInputError } from './errors';
 /**
- * The seeded PRNG of every GRPO-RoC decision (PROTOCOL §5: "all randomness from a PRNG seeded by
+ * The seeded PRNG of every GRPO-RoC decision (docs/design/protocol.md §5: "all randomness from a PRNG seeded by
  * hash(runSeed, step, groupId)"). Two published, well-defined algorithms by bryc (public domain):
  * `cyrb128` hashes a string to 128 bits, `sfc32` (Chris Doty-Humphrey's Small Fast Counter) turns those
  * 128 bits into a stream of uniform floats. Pure 32-bit integer math, so a replay on any JS engine gives
@@ -63,7 +64,7 @@ export function seedOf(...parts: ReadonlyArray<string | number>): string {
 
 /** An sfc32 stream from a seed made by {@link seedOf}; the same seed always gives the same stream. */
 export function rngFromSeed(seed: string): Rng {
-  if (!/^[0-9a-f]{32}$/.test(seed)) throw new Error(`seed must be 32 lowercase hex digits (from seedOf), got "${seed}"`);
+  if (!/^[0-9a-f]{32}$/.test(seed)) throw new GrpoInputError(`seed must be 32 lowercase hex digits (from seedOf), got "${seed}"`, 'seed');
   const w = [0, 8, 16, 24].map((i) => parseInt(seed.slice(i, i + 8), 16));
   const rng = sfc32(w[0], w[1], w[2], w[3]);
   // The first outputs of sfc32 are weakly mixed; discarding a few is the author's recommendation.

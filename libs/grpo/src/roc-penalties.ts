@@ -4,7 +4,7 @@ import { GrpoInputError, requireCount } from './errors';
 export interface RolloutCounters {
   /** Tool calls made (including ones whose JSON did not decode). */
   toolCalls: number;
-  /** Erroneous tool calls: status not `ok` or undecodable JSON (PROTOCOL §3). */
+  /** Erroneous tool calls: status not `ok` or undecodable JSON (docs/design/protocol.md §3). */
   toolErrors: number;
   /** Complete `<answer>...</answer>` blocks written. */
   answerBlocks: number;
@@ -19,7 +19,7 @@ export interface RocPenalties {
 }
 
 /**
- * The GRPO-RoC penalties of one rollout (rStar2-Agent §3.2, PROTOCOL §5):
+ * The GRPO-RoC penalties of one rollout (rStar2-Agent §3.2, docs/design/protocol.md §5):
  * - `pErr` = toolErrors / toolCalls, and 0.5 when the rollout made no tool call;
  * - `pFormat` = 1 without a complete answer block, else `min(1, (answerBlocks - 1) / turns)`.
  * Throws {@link GrpoInputError} for a negative or fractional count, or toolErrors > toolCalls.

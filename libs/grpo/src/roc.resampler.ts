@@ -13,7 +13,7 @@ export type ResampleMode = 'weighted' | 'topk' | 'none';
 /** One rollout of a group, as the resampler sees it. */
 export interface GroupRollout extends RolloutCounters {
   rolloutId: string;
-  /** Binary reward (PROTOCOL §4); > 0 counts as positive. */
+  /** Binary reward (docs/design/protocol.md §4); > 0 counts as positive. */
   reward: number;
 }
 
@@ -52,11 +52,11 @@ export interface ResampleGroupResult {
 
 /** Weight floor of the paper's sampling weights, so a perfect rollout (penalty 0) has a finite weight. */
 export const ROC_WEIGHT_EPS = 1e-6;
-/** Minimum kept per side when the side has members (PROTOCOL §5). */
+/** Minimum kept per side when the side has members (docs/design/protocol.md §5). */
 export const ROC_MIN_PER_SIDE = 2;
 
 /**
- * How many positives and negatives to keep (PROTOCOL §5): `k_pos = round(|pos| * G / n)` over the n
+ * How many positives and negatives to keep (docs/design/protocol.md §5): `k_pos = round(|pos| * G / n)` over the n
  * rollouts received (n = 2G for a full group, so the pass ratio is preserved), `k_neg = G - k_pos`; a
  * side with members keeps at least `min(2, |side|)`. Rounding is half-up (`Math.round`). With G < 4
  * both minimums cannot hold; each is then lowered, the larger first (ties: positives first), until they
@@ -86,7 +86,7 @@ export function keepCounts(nPos: number, nNeg: number, G: number): { kPos: numbe
 }
 
 /**
- * GRPO-RoC down-sampling of one group (rStar2-Agent §3.2 "Resample-on-Correct", PROTOCOL §5).
+ * GRPO-RoC down-sampling of one group (rStar2-Agent §3.2 "Resample-on-Correct", docs/design/protocol.md §5).
  * 1. All rewards equal (all 0 or all 1) -> the whole group is dropped (`groupDropped: 'all_equal'`).
  * 2. Mode `none`: G rollouts uniformly at random.
  * 3. Otherwise split positives/negatives, size each side with {@link keepCounts}, draw the negatives

@@ -48,7 +48,7 @@ export interface TrainingBatch {
 }
 
 /**
- * Build the step's training batch (PROTOCOL §6): for each group, advantages over its kept rollouts
+ * Build the step's training batch (docs/design/protocol.md §6): for each group, advantages over its kept rollouts
  * ({@link groupAdvantages}); each rollout becomes one sequence `prompt ++ response` whose loss mask is 0 on
  * the prompt and the rollout's mask on the response, old logprobs aligned the same way. Groups and
  * rollouts keep the given order (callers pass groups by prompt index, rollouts by sample index).

@@ -18,6 +18,13 @@ export class KafkaExportConfigError extends RstarError {
  * The topic does not hold what the stored position says this exporter wrote there (another writer, a
  * deleted or re-partitioned topic, a restored database): exporting on would duplicate or reorder events.
  */
+/** The exporter was stopped while it waited for another exporter's lock (nothing was exported). */
+export class KafkaExportStoppedError extends RstarError {
+  constructor() {
+    super('kafka_export_stopped', 'stopped while waiting for the export lock (another exporter holds it)');
+  }
+}
+
 export class KafkaExportInconsistentError extends RstarError {
   constructor(message: string) {
     super('kafka_export_inconsistent', message, 'topic');
@@ -63,7 +70,7 @@ const failures = () => counter('rstar_kafka_export_failures_total', 'Export batc
 const batchSeconds = () => histogram('rstar_kafka_export_batch_seconds', 'Time to export one batch (read, produce, acknowledge, store position)', ['topic'], [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]);
 
 /**
- * Mirrors the event archive to one Kafka topic (ARCHITECTURE §2 control-plane "Kafka export"), keyed by
+ * Mirrors the event archive to one Kafka topic (docs/design/architecture.md §2 control-plane "Kafka export"), keyed by
  * run id, in archive order, exactly once per event across restarts (libs/kafka-export/README.md says why
  * one topic and how). Per batch: read the next events after the stored position (raw SQL, (transaction
  * id, global position) order, below the oldest transaction in flight), produce them with an idempotent
@@ -308,7 +315,7 @@ export class KafkaExporter {
       if (waited % 60 === 0) this.log.info('another exporter holds the export lock; standing by', { topic: this.topic });
       if (this.follower.isStopping) {
         await q.release();
-        throw new Error('stopped while waiting for the export lock');
+        throw new KafkaExportStoppedError();
       }
       await new Promise((r) => setTimeout(r, 1_000));
     }

@@ -1,3 +1,4 @@
+import { RstarError } from '@rstar/contracts';
 import type { EventType, RstarEvent } from '@rstar/contracts';
 
 /** Per-delivery context handed to a handler. */
@@ -51,7 +52,7 @@ export interface Subscription {
 }
 
 /**
- * The event bus port (ARCHITECTURE §4). Two implementations: JetStream (distributed) and the
+ * The event bus port (docs/design/architecture.md §4). Two implementations: JetStream (distributed) and the
  * in-process bus (standalone). Same semantics: durable, at-least-once delivery with deduplication by
  * event id on publish, explicit ack after the handler resolves.
  */
@@ -73,20 +74,16 @@ export interface RawPublisher {
 }
 
 /** Thrown by a handler for a failure that may pass on retry (e.g. a dependency is down): nak with backoff. */
-export class TransientError extends Error {
-  readonly code = 'transient';
-  constructor(message: string, readonly cause?: unknown) {
-    super(message);
-    this.name = 'TransientError';
+export class TransientError extends RstarError {
+  constructor(message: string, cause?: unknown) {
+    super('transient', message, null, { cause });
   }
 }
 
 /** Thrown by a handler for an input it can never process: terminate + dead-letter, never retried. */
-export class PermanentError extends Error {
-  readonly code = 'permanent';
-  constructor(message: string, readonly field: string | null = null) {
-    super(message);
-    this.name = 'PermanentError';
+export class PermanentError extends RstarError {
+  constructor(message: string, field: string | null = null) {
+    super('permanent', message, field);
   }
 }
 

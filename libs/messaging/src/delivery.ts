@@ -11,7 +11,7 @@ import { failSpan, inSpan, SpanKind, type Logger } from '@rstar/telemetry';
 import { PermanentError, type DeliveryContext, type EventHandler } from './bus.port';
 import { eventAttributes } from './trace.propagation';
 
-/** What the transport does with a message after its handler ran (STYLE rule 3: mapped once, here). */
+/** What the transport does with a message after its handler ran (docs/design/style.md rule 3: mapped once, here). */
 export type DeliveryOutcome =
   | { kind: 'ack' }
   | { kind: 'retry'; error: unknown }

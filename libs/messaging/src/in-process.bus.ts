@@ -1,17 +1,17 @@
-import { EVENT_CONTRACTS, type EventType, type RstarEvent } from '@rstar/contracts';
-import { createLogger, gauge, type Logger } from '@rstar/telemetry';
+import { EVENT_CONTRACTS, type EventType, type RstarEvent, RstarError } from '@rstar/contracts';
+import { createLogger, type Logger } from '@rstar/telemetry';
 import type { EventBus, RawPublisher, SubscribeOptions, Subscription } from './bus.port';
 import { backoffDelay } from './backoff';
 import { deadLetterEvent, deliver, logDeadLetter } from './delivery';
 import { busSubjectOf, toBusSubject, toContractSubject } from './subjects';
 import { stampTraceparent } from './trace.propagation';
+import { BusOptionError } from './bus.errors';
+import { consumerLagGauge } from './consumer-lag.gauge';
 
 /** The bus was closed; publish and subscribe are refused. */
-export class BusClosedError extends Error {
-  readonly code = 'bus_closed';
+export class BusClosedError extends RstarError {
   constructor() {
-    super('the event bus is closed');
-    this.name = 'BusClosedError';
+    super('bus_closed', 'the event bus is closed');
   }
 }
 
@@ -38,7 +38,6 @@ interface Pending {
   token: number;
 }
 
-const lagGauge = () => gauge('rstar_consumer_lag', 'Messages published but not yet acked, per durable consumer', ['consumer']);
 
 /**
  * In-memory {@link EventBus} for standalone mode, with JetStream's semantics where they matter:
@@ -85,8 +84,8 @@ export class InProcessBus implements EventBus, RawPublisher {
 
   async subscribe<T extends EventType>(opts: SubscribeOptions<T>): Promise<Subscription> {
     if (this.closed) throw new BusClosedError();
-    if (!opts.durable) throw new Error('subscribe: option "durable" is required (a consumer name)');
-    if (!opts.types?.length && !opts.allSubjects) throw new Error('subscribe: option "types" must name at least one event type');
+    if (!opts.durable) throw new BusOptionError('durable', 'subscribe: option "durable" is required (a consumer name)');
+    if (!opts.types?.length && !opts.allSubjects) throw new BusOptionError('types', 'subscribe: option "types" must name at least one event type');
     let c = this.consumers.get(opts.durable);
     if (!c) {
       const subjects = opts.allSubjects ? null : new Set(opts.types.map((t) => busSubjectOf(this.prefix, t)));
@@ -220,7 +219,7 @@ class Consumer {
     } finally {
       this.pumping = false;
     }
-    lagGauge().set({ consumer: this.name }, this.pending.size + (this.bus.headSeq - this.cursor));
+    consumerLagGauge().set({ consumer: this.name }, this.pending.size + (this.bus.headSeq - this.cursor));
   }
 
   private freeSub(): InProcessSubscription | null {

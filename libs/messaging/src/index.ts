@@ -5,7 +5,7 @@ export * from './delivery';
 export * from './in-process.bus';
 export * from './jetstream.bus';
 export * from './jetstream.publisher';
+export * from './bus.errors';
 export * from './service.env';
-export * from './service.lifecycle';
 export * from './nats-security.options';
 export * from './trace.propagation';

@@ -1,12 +1,23 @@
-import type { Consumer, ConsumerMessages, JsMsg } from '@nats-io/jetstream';
+import type { Consumer, ConsumerMessages, JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import type { RstarEvent } from '@rstar/contracts';
-import { gauge } from '@rstar/telemetry';
 import type { BatchSubscribeOptions, Subscription } from './bus.port';
 import { backoffDelay } from './backoff';
 import { parsePayload } from './delivery';
-import type { JetStreamBus } from './jetstream.bus';
+import type { Logger } from '@rstar/telemetry';
+import { consumerLagGauge } from './consumer-lag.gauge';
 
-const lagGauge = () => gauge('rstar_consumer_lag', 'Messages published but not yet acked, per durable consumer', ['consumer']);
+/**
+ * What a batch subscription needs from its bus (JetStreamBus implements it): a logger, the stream and
+ * its manager (for the lag), and the dead-letter path. Narrow on purpose, so this file does not import
+ * the bus that creates it.
+ */
+export interface JetStreamConsumerHost {
+  readonly log: Logger;
+  readonly stream: string;
+  readonly jsm: Pick<JetStreamManager, 'consumers'>;
+  /** Publish the dead letter of `m` (the caller then terms it). */
+  deadLetter(consumer: string, m: JsMsg, reason: string, field: string | null): Promise<void>;
+}
 
 interface Pending {
   m: JsMsg;
@@ -14,7 +25,7 @@ interface Pending {
 }
 
 /**
- * A batch consumer on a JetStream durable pull consumer (see {@link JetStreamBus.subscribeBatches}).
+ * A batch consumer on a JetStream durable pull consumer (created by `JetStreamBus.subscribeBatches`).
  * Messages arrive through the `consume` callback (no promise per message); each is parsed once, and
  * the valid ones fill a buffer that goes to the handler when it holds `maxBatch` events, or after
  * `maxWaitMs` when a handler slot is free (group commit: while every slot is busy the buffer keeps
@@ -35,7 +46,7 @@ export class JetStreamBatchSubscription implements Subscription {
   done: Promise<void> = Promise.resolve();
 
   constructor(
-    private readonly bus: JetStreamBus,
+    private readonly bus: JetStreamConsumerHost,
     private readonly consumer: Consumer,
     private readonly opts: BatchSubscribeOptions,
     private readonly slots: number,
@@ -155,7 +166,7 @@ export class JetStreamBatchSubscription implements Subscription {
   async lag(): Promise<number> {
     const info = await this.bus.jsm.consumers.info(this.bus.stream, this.opts.durable);
     const n = info.num_pending + info.num_ack_pending;
-    lagGauge().set({ consumer: this.opts.durable }, n);
+    consumerLagGauge().set({ consumer: this.opts.durable }, n);
     return n;
   }
 }

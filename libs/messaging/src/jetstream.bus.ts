@@ -13,7 +13,7 @@ import {
 } from '@nats-io/jetstream';
 import { RstarError, type EventType, type RstarEvent } from '@rstar/contracts';
 import type { EventSigner, EventVerifier, NatsAuth, NatsClientTls } from '@rstar/security';
-import { createLogger, gauge, type Logger } from '@rstar/telemetry';
+import { createLogger, type Logger } from '@rstar/telemetry';
 import type { BatchSubscribeOptions, BatchSubscriber, EventBus, RawPublisher, SubscribeOptions, Subscription } from './bus.port';
 import { JetStreamBatchSubscription } from './jetstream-batch.subscription';
 import { JetStreamPublisher } from './jetstream.publisher';
@@ -23,6 +23,8 @@ import { busSubjectOf, toBusSubject, toContractSubject } from './subjects';
 import { BusClosedError } from './in-process.bus';
 import { stampTraceparent } from './trace.propagation';
 import { natsSecurityConnectOptions } from './nats-security.options';
+import { BusOptionError, BusWaitTimeoutError, isConsumerNotFound, isStreamNotFound } from './bus.errors';
+import { consumerLagGauge } from './consumer-lag.gauge';
 
 /**
  * The stream is not there and this client may not create it (secured mode: only the control plane
@@ -78,10 +80,9 @@ export interface JetStreamBusOptions {
   logger?: Logger;
 }
 
-const lagGauge = () => gauge('rstar_consumer_lag', 'Messages published but not yet acked, per durable consumer', ['consumer']);
 
 /**
- * {@link EventBus} on NATS JetStream (ARCHITECTURE §4). At {@link JetStreamBus.connect} it ensures
+ * {@link EventBus} on NATS JetStream (docs/design/architecture.md §4). At {@link JetStreamBus.connect} it ensures
  * the stream (file storage, subjects `<prefix>.>`, 2 min duplicate window, `replicas` copies on a
  * cluster; durable consumers inherit the stream's replica count). `publish` sets
  * `Nats-Msg-Id` = event id and the W3C `traceparent` (header and `meta.traceparent`, see
@@ -121,7 +122,7 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
    */
   static async connect(opts: JetStreamBusOptions): Promise<JetStreamBus> {
     if (!opts.servers || (Array.isArray(opts.servers) && !opts.servers.length)) {
-      throw new Error('JetStreamBus: option "servers" is required (e.g. nats://127.0.0.1:4222)');
+      throw new BusOptionError('servers', 'JetStreamBus: option "servers" is required (e.g. nats://127.0.0.1:4222)');
     }
     const log = opts.logger ?? createLogger('jetstream-bus');
     const servers = (Array.isArray(opts.servers) ? opts.servers : opts.servers.split(',')).map((s) => s.trim()).filter(Boolean);
@@ -150,7 +151,7 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
     try {
       await this.jsm.streams.info(this.stream);
     } catch (e) {
-      if (/not found/i.test((e as Error).message)) throw new StreamMissingError(this.stream);
+      if (isStreamNotFound(e)) throw new StreamMissingError(this.stream);
       throw e;
     }
   }
@@ -159,11 +160,11 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
     const subject = `${this.prefix}.>`;
     const replicas = this.opts.replicas;
     if (replicas !== undefined && !(Number.isInteger(replicas) && replicas >= 1 && replicas <= 5)) {
-      throw new Error(`JetStreamBus: option "replicas" must be an integer 1..5 (NATS's limit), got ${replicas}`);
+      throw new BusOptionError('replicas', `JetStreamBus: option "replicas" must be an integer 1..5 (NATS's limit), got ${replicas}`);
     }
     const maxBytes = this.opts.maxBytes;
     if (maxBytes !== undefined && !(Number.isSafeInteger(maxBytes) && maxBytes > 0)) {
-      throw new Error(`JetStreamBus: option "maxBytes" must be a positive integer of bytes, got ${maxBytes}`);
+      throw new BusOptionError('maxBytes', `JetStreamBus: option "maxBytes" must be a positive integer of bytes, got ${maxBytes}`);
     }
     try {
       const info = await this.jsm.streams.info(this.stream);
@@ -176,7 +177,7 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
       if (maxBytes !== undefined && info.config.max_bytes !== maxBytes) update.max_bytes = maxBytes;
       if (update.subjects || update.num_replicas || update.max_bytes) await this.jsm.streams.update(this.stream, update);
     } catch (e) {
-      if (!/not found/i.test((e as Error).message)) throw e;
+      if (!isStreamNotFound(e)) throw e;
       await this.jsm.streams.add({
         name: this.stream,
         subjects: [subject],
@@ -216,10 +217,10 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
   async subscribe<T extends EventType>(opts: SubscribeOptions<T>): Promise<Subscription> {
     if (this.closed) throw new BusClosedError();
     if (!opts.durable || !/^[A-Za-z0-9_-]+$/.test(opts.durable)) {
-      throw new Error(`subscribe: option "durable" must be a name of letters, digits, "_" or "-", got "${opts.durable}"`);
+      throw new BusOptionError('durable', `subscribe: option "durable" must be a name of letters, digits, "_" or "-", got "${opts.durable}"`);
     }
     const subjects = [...new Set(opts.types.map((t) => busSubjectOf(this.prefix, t)))];
-    if (!subjects.length && !opts.allSubjects) throw new Error('subscribe: option "types" must name at least one event type');
+    if (!subjects.length && !opts.allSubjects) throw new BusOptionError('types', 'subscribe: option "types" must name at least one event type');
     const filter = subjects.length === 1 && !opts.allSubjects ? subjects[0] : `${this.prefix}.>`;
     const concurrency = Math.max(1, opts.concurrency ?? 16);
     await this.ensureConsumer(opts.durable, filter, opts.from, opts.ackWaitMs, Math.max(concurrency * 2, 256));
@@ -239,10 +240,10 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
   async subscribeBatches(opts: BatchSubscribeOptions): Promise<Subscription> {
     if (this.closed) throw new BusClosedError();
     if (!opts.durable || !/^[A-Za-z0-9_-]+$/.test(opts.durable)) {
-      throw new Error(`subscribeBatches: option "durable" must be a name of letters, digits, "_" or "-", got "${opts.durable}"`);
+      throw new BusOptionError('durable', `subscribeBatches: option "durable" must be a name of letters, digits, "_" or "-", got "${opts.durable}"`);
     }
     if (!Number.isInteger(opts.maxBatch) || opts.maxBatch < 1) {
-      throw new Error(`subscribeBatches: option "maxBatch" must be a positive integer, got ${opts.maxBatch}`);
+      throw new BusOptionError('maxBatch', `subscribeBatches: option "maxBatch" must be a positive integer, got ${opts.maxBatch}`);
     }
     const inflight = Math.max(1, opts.inflight ?? 2);
     // The server's unacked limit is the backpressure: the batches in flight, the one filling, and one more in the pipe.
@@ -277,7 +278,7 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
         });
       }
     } catch (e) {
-      if (!/not found/i.test((e as Error).message)) throw e;
+      if (!isConsumerNotFound(e)) throw e;
       await this.jsm.consumers.add(this.stream, config);
     }
   }
@@ -293,7 +294,8 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
       try {
         await this.jsm.consumers.info(this.stream, name);
       } catch (e) {
-        if (!/not found/i.test((e as Error).message)) throw e;
+        // A stream that is not there yet has none of the consumers either.
+        if (!isConsumerNotFound(e) && !isStreamNotFound(e)) throw e;
         missing.push(name);
       }
     }
@@ -310,7 +312,7 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
    * With `resolveIfMissing`, a durable the stream does not have (the stream answered, the consumer is not
    * found) counts as caught up: no such consumer ever ran here, so nothing of it is on its way anywhere
    * (a reader started before the archiver's first start must not wait for it forever).
-   * @throws Error after `timeoutMs` (default: no limit), naming the consumer and how far it got.
+   * @throws BusWaitTimeoutError after `timeoutMs` (default: no limit), naming the consumer and how far it got.
    */
   async waitForConsumer(durable: string, opts: { timeoutMs?: number; onWait?: (reason: string) => void; resolveIfMissing?: boolean } = {}): Promise<void> {
     const t0 = Date.now();
@@ -320,7 +322,7 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
       try {
         target ??= (await this.jsm.streams.info(this.stream)).state.last_seq;
         const info = await this.jsm.consumers.info(this.stream, durable).catch((e: Error) => {
-          if (opts.resolveIfMissing && /consumer not found/i.test(e.message)) return null;
+          if (opts.resolveIfMissing && isConsumerNotFound(e)) return null;
           throw e;
         });
         if (info === null) return;
@@ -331,7 +333,7 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
       } catch (e) {
         reason = `consumer ${durable} not readable yet: ${(e as Error).message}`;
       }
-      if (opts.timeoutMs !== undefined && Date.now() - t0 > opts.timeoutMs) throw new Error(`waited ${opts.timeoutMs} ms for ${reason}`);
+      if (opts.timeoutMs !== undefined && Date.now() - t0 > opts.timeoutMs) throw new BusWaitTimeoutError(`waited ${opts.timeoutMs} ms for ${reason}`);
       opts.onWait?.(reason);
       await delay(backoffDelay(attempt, 250, 5_000));
     }
@@ -450,7 +452,7 @@ class JetStreamSubscription implements Subscription {
   async lag(): Promise<number> {
     const info = await this.bus.jsm.consumers.info(this.bus.stream, this.opts.durable);
     const n = info.num_pending + info.num_ack_pending;
-    lagGauge().set({ consumer: this.opts.durable }, n);
+    consumerLagGauge().set({ consumer: this.opts.durable }, n);
     return n;
   }
 }

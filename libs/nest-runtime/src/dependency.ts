@@ -1,3 +1,4 @@
+import { RstarError } from '@rstar/contracts';
 import { backoffDelay, delay } from '@rstar/messaging';
 import type { Logger } from '@rstar/telemetry';
 
@@ -12,11 +13,9 @@ export interface DependencyState {
 }
 
 /** Thrown by {@link Dependency.current} while the dependency is not connected yet. */
-export class DependencyNotReadyError extends Error {
-  readonly code = 'dependency_not_ready';
+export class DependencyNotReadyError extends RstarError {
   constructor(readonly dependency: string, lastError: string | null) {
-    super(`${dependency} is not connected yet${lastError ? ` (last attempt: ${lastError})` : ''}`);
-    this.name = 'DependencyNotReadyError';
+    super('dependency_not_ready', `${dependency} is not connected yet${lastError ? ` (last attempt: ${lastError})` : ''}; see /health/ready`);
   }
 }
 

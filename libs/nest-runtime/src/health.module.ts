@@ -1,5 +1,7 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
 import { TerminusModule } from '@nestjs/terminus';
+import { RstarHttpErrorFilter } from './http-error.filter';
 import { HealthController } from './health.controller';
 import { SecurityModule } from './auth/security.module';
 import { ReadinessRegistry } from './readiness.registry';
@@ -8,7 +10,8 @@ import { SERVICE_NAME } from './service-identity';
 /**
  * `/health/live` and `/health/ready` (Terminus) plus the global {@link ReadinessRegistry} that the bus,
  * the archive and each worker register with, and the service's name. Every service imports it, so it
- * also brings the {@link SecurityModule} (settings and the bearer-token guard on every route).
+ * also brings the {@link SecurityModule} (settings and the bearer-token guard on every route) and the
+ * one exception filter of every route ({@link RstarHttpErrorFilter}: error code -> HTTP status).
  */
 @Global()
 @Module({})
@@ -18,7 +21,7 @@ export class HealthModule {
       module: HealthModule,
       imports: [TerminusModule.forRoot({ logger: false }), SecurityModule.forService(service)],
       controllers: [HealthController],
-      providers: [ReadinessRegistry, { provide: SERVICE_NAME, useValue: service }],
+      providers: [ReadinessRegistry, { provide: SERVICE_NAME, useValue: service }, { provide: APP_FILTER, useClass: RstarHttpErrorFilter }],
       exports: [ReadinessRegistry, SERVICE_NAME],
     };
   }

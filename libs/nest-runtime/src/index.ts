@@ -5,6 +5,7 @@ export * from './dependency';
 export * from './readiness.registry';
 export * from './health.controller';
 export * from './health.module';
+export * from './http-error.filter';
 export * from './bus.connection';
 export * from './bus.module';
 export * from './store.connection';

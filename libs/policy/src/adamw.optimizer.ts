@@ -10,7 +10,7 @@ export interface AdamWOptions {
   totalSteps?: number;
   minLrRatio?: number;
   weightDecay: number;
-  /** Global gradient-norm clip (PROTOCOL §6: 1.0). */
+  /** Global gradient-norm clip (docs/design/protocol.md §6: 1.0). */
   gradClip: number;
   beta1?: number;
   beta2?: number;

@@ -5,7 +5,7 @@ import type { SandboxPool } from '@rstar/sandbox';
 export type CodeExecutor = (req: { code: string; input?: string }) => Promise<ExecResult>;
 
 /**
- * A {@link CodeExecutor} over the isolated `SandboxPool` (PROTOCOL §3 limits). POLICY-NOTES: a half-trained
+ * A {@link CodeExecutor} over the isolated `SandboxPool` (docs/design/protocol.md §3 limits). POLICY-NOTES: a half-trained
  * model writes unbounded programs (`pow(47, 241111111)`), so its tool calls always run in the sandbox.
  */
 export function sandboxExecutor(pool: SandboxPool, limits: { timeoutMs?: number; memoryMb?: number } = {}): CodeExecutor {

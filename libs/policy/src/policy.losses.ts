@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
 
-/** Clipping constants of the GRPO-RoC token loss (PROTOCOL §6). */
+/** Clipping constants of the GRPO-RoC token loss (docs/design/protocol.md §6). */
 export interface GrpoClip {
   /** Lower clip: ratio >= 1 - epsLow. Default 0.2. */
   epsLow: number;
@@ -19,7 +19,7 @@ export function sftLoss(lp: tf.Tensor2D, mask: tf.Tensor2D, denom: number): tf.S
 }
 
 /**
- * GRPO-RoC token loss (PROTOCOL §6; rStar2-Agent §2-3, arXiv 2508.20722):
+ * GRPO-RoC token loss (docs/design/protocol.md §6; rStar2-Agent §2-3, arXiv 2508.20722):
  * rho = exp(clamp(logp - logp_old, ±20)); l = -min(rho·A, clip(rho, 1-epsLow, 1+epsHigh)·A);
  * for A < 0, l = min(l, -c·A) (dual clip). Sum over mask tokens divided by `denom` (token-mean over the batch).
  * Also returns per-token sums (not means) of: clipped-token indicator, k3 approx-KL (Schulman 2020).

@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { grpoLoss } from './policy.losses';
 import { initBackend } from './backend';
 
-/** Scalar reference of PROTOCOL §6, written independently of the tensor code. */
+/** Scalar reference of docs/design/protocol.md §6, written independently of the tensor code. */
 function refToken(lp: number, old: number, a: number): { loss: number; clipped: boolean } {
   const r = Math.exp(Math.max(-20, Math.min(20, lp - old)));
   const s1 = r * a;
@@ -17,7 +17,7 @@ function refToken(lp: number, old: number, a: number): { loss: number; clipped: 
   return { loss, clipped };
 }
 
-describe('GRPO-RoC token loss (PROTOCOL §6)', () => {
+describe('GRPO-RoC token loss (docs/design/protocol.md §6)', () => {
   beforeAll(() => initBackend());
 
   it('matches the scalar reference: clip-higher, dual clip, ratio clamp, token-mean over the mask', () => {

@@ -39,7 +39,7 @@ export const PHRASE_TOKENS: readonly string[] = [
 const UNK_CHAR = '\u0000';
 
 /**
- * Character-level tokenizer with one token per template marker (PROTOCOL §1) and per phrase token.
+ * Character-level tokenizer with one token per template marker (docs/design/protocol.md §1) and per phrase token.
  * Id 0 is padding/unknown (decodes to U+FFFD), then the pieces, then printable ASCII, `\n` and `\t`.
  * Encoding is greedy longest match over the pieces, else one token per character. `eos` = IM_END.
  */

@@ -5,7 +5,7 @@ import { entropySum, grpoLoss, sftLoss, type GrpoClip } from './policy.losses';
 import type { PolicyModel } from './policy.model';
 import { targetLogProbs } from './transformer.forward';
 
-/** Trainer options: AdamW (PROTOCOL §6 defaults: weight decay 0.01, grad clip 1.0) and the GRPO-RoC clip constants. */
+/** Trainer options: AdamW (docs/design/protocol.md §6 defaults: weight decay 0.01, grad clip 1.0) and the GRPO-RoC clip constants. */
 export interface TrainerOptions extends Partial<AdamWOptions>, Partial<GrpoClip> {
   lr: number;
   /** Sequences per forward/backward pass; gradients are accumulated over micro-batches. Default 32. */
@@ -39,7 +39,7 @@ export interface GrpoMetrics extends SftMetrics {
 
 /**
  * One optimizer step per call on a {@link PolicyModel}: `sftStep` (masked NLL) and `grpoStep` (GRPO-RoC token
- * loss, PROTOCOL §6). Both normalise by the batch's total mask tokens (token-mean) across micro-batches.
+ * loss, docs/design/protocol.md §6). Both normalise by the batch's total mask tokens (token-mean) across micro-batches.
  */
 export class Trainer {
   readonly optimizer: AdamW;
@@ -148,7 +148,7 @@ export class Trainer {
     return { loss: m.loss, gradNorm: m.gradNorm, lr: m.lr, tokens: m.tokens };
   }
 
-  /** One GRPO-RoC step (PROTOCOL §6); returns loss, clip fraction, approx KL (k3), entropy, pre-clip grad norm. */
+  /** One GRPO-RoC step (docs/design/protocol.md §6); returns loss, clip fraction, approx KL (k3), entropy, pre-clip grad norm. */
   grpoStep(batch: GrpoBatch): GrpoMetrics {
     return this.run(batch, batch);
   }

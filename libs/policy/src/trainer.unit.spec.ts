@@ -5,7 +5,7 @@ import { PolicyInputError } from './errors';
 
 const CFG = { layers: 1, dModel: 16, heads: 2, context: 48, ffMult: 2 };
 
-describe('Trainer.grpoStep (PROTOCOL §6)', () => {
+describe('Trainer.grpoStep (docs/design/protocol.md §6)', () => {
   it('raises the logprob of a positive-advantage rollout and lowers a negative one; on-policy metrics', async () => {
     const m = await PolicyModel.create(CFG, 2);
     const tok = m.tokenizer;

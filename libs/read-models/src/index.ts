@@ -9,3 +9,4 @@ export * from './read-models.datasource';
 export * from './read-model.projector';
 export * from './read-model.repository';
 export * from './read-models';
+export * from './read-models.errors';

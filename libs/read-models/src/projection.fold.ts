@@ -4,6 +4,7 @@ import type { RolloutEntity } from './entities/rollout.entity';
 import type { RunEntity } from './entities/run.entity';
 import type { StepEntity } from './entities/step.entity';
 import type { ToolCallEntity } from './entities/tool-call.entity';
+import { ProjectionInconsistentError } from './read-models.errors';
 
 /** An event as the projector reads it from the archive: the envelope (data only for projected types) and its archive time. */
 export interface ArchivedEvent {
@@ -367,7 +368,7 @@ export function settleCounters(w: Working, fold: FoldResult, earlier: ReadonlyMa
   for (const id of f.dirty.groups) {
     const g = w.groups.get(id)!;
     const s = w.steps.get(stepKey(g.runId, g.step));
-    if (!s) throw new Error(`read models: group ${id} of step ${g.step} has no step row loaded (its events name another step)`);
+    if (!s) throw new ProjectionInconsistentError(`read models: group ${id} of step ${g.step} has no step row loaded (its events name another step)`);
     add(s, f.newGroups.has(id) ? {} : (f.before.groups.get(id) ?? groupToStep(g)), -1);
     add(s, groupToStep(g), 1);
     // The step row changed even when no event of this batch named the step itself (a lone GroupResampled).

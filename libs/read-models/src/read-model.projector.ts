@@ -41,7 +41,7 @@ const lagGauge = () => gauge('rstar_projection_lag_events', 'Archived events a p
 const batchSeconds = () => histogram('rstar_projection_batch_seconds', 'Time to apply one batch of events (one transaction)', ['projection'], [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]);
 
 /**
- * Keeps the read models current from the archive (ARCHITECTURE §2 control-plane "projector"). Each
+ * Keeps the read models current from the archive (docs/design/architecture.md §2 control-plane "projector"). Each
  * {@link step} is one transaction: lock this projection's checkpoint row, read the next batch of events
  * in (transaction id, global position) order below the oldest transaction still in flight (so a late
  * commit is never skipped), load the rows they touch, fold them ({@link foldEvents}), upsert the changed

@@ -4,7 +4,7 @@ import { ReadModelProjector, type ProjectorOptions } from './read-model.projecto
 import { ReadModelRepository } from './read-model.repository';
 
 /**
- * The read models of one archive (ARCHITECTURE §2 control-plane): a typeorm DataSource on the archive's
+ * The read models of one archive (docs/design/architecture.md §2 control-plane): a typeorm DataSource on the archive's
  * database and schema (migrated on open), the {@link ReadModelRepository} to query them, and projectors
  * that keep them current from the archive.
  *

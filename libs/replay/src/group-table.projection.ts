@@ -9,7 +9,7 @@ export interface GroupMemberRow {
   pErr: number | null;
   pFormat: number | null;
   status: 'kept' | 'dropped' | 'pending';
-  /** Group-relative advantage among the kept rollouts (PROTOCOL §6); null when not kept. */
+  /** Group-relative advantage among the kept rollouts (docs/design/protocol.md §6); null when not kept. */
   advantage: number | null;
 }
 

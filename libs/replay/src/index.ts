@@ -1,6 +1,6 @@
 /**
  * @rstar/replay: rebuild, re-check and re-run any rollout or step of a recorded run from its events
- * (ARCHITECTURE §1 "debug"). Pure projections and verification over a list of events; I/O
+ * (docs/design/architecture.md §1 "debug"). Pure projections and verification over a list of events; I/O
  * (event store, sandbox, bus) is injected by the caller (`rstar replay`).
  */
 export * from './errors';

@@ -26,7 +26,7 @@ export type RegradeFn = (input: RegradeInput) => RegradeVerdict | Promise<Regrad
 export type AnswerGrader = (prediction: string, gold: string, opts?: { problem?: string }) => { correct: boolean; extracted: string | null; rule: string };
 
 /**
- * The reward of a verdict (PROTOCOL §4): 1 when the answer is equivalent to the gold, else 0; a
+ * The reward of a verdict (docs/design/protocol.md §4): 1 when the answer is equivalent to the gold, else 0; a
  * truncated rollout gets 0 whatever its verdict.
  */
 export function rewardOf(correct: boolean, truncated: boolean): 0 | 1 {

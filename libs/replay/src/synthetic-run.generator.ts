@@ -1,5 +1,5 @@
 import { CharTokenizer, formatToolResponse, renderPrompt, renderToolCall, renderToolTurn, ANSWER_CLOSE, ANSWER_OPEN, IM_END, REASON_CLOSE, type ExecResult } from '@rstar/agent';
-import { ids, makeEvent, streams, type EventData, type RstarEvent } from '@rstar/contracts';
+import { ids, makeEvent, streams, toolCallCompletedData, type EventData, type RstarEvent } from '@rstar/contracts';
 import { buildTrainingBatch, clippedLossStats, resampleGroup, rngFromSeed, seedOf, type BatchGroup, type ResampleMode, type Rng } from '@rstar/grpo';
 import { createRegrader, type RegradeFn } from './reward.regrader';
 
@@ -195,7 +195,7 @@ export async function* syntheticRunSteps(o: SyntheticRunOptions): AsyncGenerator
           if (res.status !== 'ok') toolErrors++;
           out.push(callReq, makeEvent('ToolCallCompleted', {
             runId, streamId: stream, key: callId, producer: 'tool-execution', now, causedBy: callReq,
-            data: { callId, rolloutId, turn, status: res.status, stdout: res.stdout, stderr: res.stderr, exitCode: res.exitCode, signal: res.signal, wallMs: res.wallMs, cpuMs: res.cpuMs, truncated: res.truncated },
+            data: toolCallCompletedData({ callId, rolloutId, turn }, res),
           }));
           tool(renderToolTurn([formatToolResponse(res)]));
           turn++;

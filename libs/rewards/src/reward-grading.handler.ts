@@ -21,8 +21,8 @@ const gradeSeconds = () =>
   histogram('rstar_grade_seconds', 'Time to grade one rollout', [], [0.0005, 0.001, 0.005, 0.02, 0.1, 0.5, 2, 5]);
 
 /**
- * The reward of one completed rollout (PROTOCOL §4): 1 when the answer extracted from the last
- * `\boxed{}` is equivalent to the gold answer (GRADING.md), else 0; 0 for truncated and answerless
+ * The reward of one completed rollout (docs/design/protocol.md §4): 1 when the answer extracted from the last
+ * `\boxed{}` is equivalent to the gold answer (docs/design/grading.md), else 0; 0 for truncated and answerless
  * rollouts. The verdict's fields go into the event so a replay shows why. Never throws for bad answers.
  * With the rollout's problem (when the event carries it) the grader's problem-aware rules apply.
  */
@@ -76,12 +76,12 @@ export class RewardGradingHandler {
   private async onCompleted(ev: RstarEvent<'RolloutCompleted'>): Promise<void> {
     const data = await inSpan('grade', { attributes: { 'rstar.rollout.id': ev.data.rolloutId, 'rstar.rollout.truncated': ev.data.truncated } }, async (span) => {
       const d = await rewardFor(ev.data, this.opts);
-      span.setAttributes({ 'rstar.reward': d.reward, 'rstar.grade.rule': d.rule, 'rstar.grade.ms': d.ms, 'rstar.grade.correct': d.correct });
+      span.setAttributes({ 'rstar.reward': d.reward, 'rstar.grade.rule': d.rule, 'rstar.grade.ms': d.ms ?? undefined, 'rstar.grade.correct': d.correct });
       return d;
     });
     rewards().inc({ reward: String(data.reward), rule: data.rule });
     graded().inc({ run: ev.runId, reward: String(data.reward) });
-    gradeSeconds().observe(data.ms / 1000);
+    if (data.ms !== null) gradeSeconds().observe(data.ms / 1000);
     await this.bus.publish(
       makeEvent('RewardAssigned', {
         runId: ev.runId,

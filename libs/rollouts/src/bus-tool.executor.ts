@@ -1,14 +1,12 @@
 import type { ExecRequest, ExecResult, ToolExecutor } from '@rstar/agent';
-import { makeEvent, streams, type EventEnvelope, type RstarEvent } from '@rstar/contracts';
+import { makeEvent, streams, type EventEnvelope, type RstarEvent, RstarError } from '@rstar/contracts';
 import type { EventBus } from '@rstar/messaging';
 import { inSpan, SpanKind } from '@rstar/telemetry';
 
 /** A tool call whose `ToolCallCompleted` did not arrive in time. */
-export class ToolResultTimeoutError extends Error {
-  readonly code = 'tool_result_timeout';
+export class ToolResultTimeoutError extends RstarError {
   constructor(readonly callId: string, ms: number) {
-    super(`no ToolCallCompleted for ${callId} within ${ms} ms; is tool-execution running?`);
-    this.name = 'ToolResultTimeoutError';
+    super('tool_result_timeout', `no ToolCallCompleted for ${callId} within ${ms} ms; is tool-execution running?`);
   }
 }
 

@@ -70,7 +70,7 @@ type RunOutcome = 'completed' | 'dropped' | 'retry';
 const ACK_FLUSH_GRACE_MS = 1_000;
 
 /**
- * policy-serving's flow (ARCHITECTURE §5): consumes `RolloutRequested`, runs the multi-turn agent loop on
+ * policy-serving's flow (docs/design/architecture.md §5): consumes `RolloutRequested`, runs the multi-turn agent loop on
  * the engine pool (KV-budget scheduling, sticky engines, failover), emits `TurnGenerated` per turn and
  * `ToolCallRequested` per call the moment it is parsed, consumes `ToolCallCompleted`, and emits
  * `RolloutCompleted`. `PolicyUpdated` reloads every engine's weights between rollouts.

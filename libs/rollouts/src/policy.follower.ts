@@ -1,11 +1,10 @@
+import { RstarError } from '@rstar/contracts';
 import { isNewerPolicy, type PolicyRef, type PolicyVersionGate } from './policy-version.gate';
 
 /** The follower was closed (policy-serving stopping): held updates are released unacknowledged. */
-export class PolicyFollowerClosedError extends Error {
-  readonly code = 'policy_follower_closed';
+export class PolicyFollowerClosedError extends RstarError {
   constructor(reason: string) {
-    super(`policy follower closed: ${reason}`);
-    this.name = 'PolicyFollowerClosedError';
+    super('policy_follower_closed', `policy follower closed: ${reason}`);
   }
 }
 

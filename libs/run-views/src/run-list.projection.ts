@@ -1,6 +1,6 @@
 import type { RstarEvent } from '@rstar/contracts';
 import type { RunHeadRow } from './archive.queries';
-import type { RunListItem, StageSpan } from './views';
+import type { RunListItem } from './views';
 
 /** The config's name: `name` (presets set it to their own name), else a `preset` field (synthetic runs). */
 export function presetOf(config: Record<string, unknown> | null | undefined): string | null {
@@ -18,20 +18,6 @@ export function plannedSteps(config: Record<string, unknown> | null | undefined)
     return stages.reduce((a: number, s) => a + (s as { steps: number }).steps, 0);
   }
   return typeof config.steps === 'number' ? config.steps : null;
-}
-
-/** Stage spans planned by the config (`stages[]` in order), or null when it has none. */
-export function plannedStages(config: Record<string, unknown> | null | undefined): StageSpan[] | null {
-  const stages = config?.stages;
-  if (!Array.isArray(stages)) return null;
-  const out: StageSpan[] = [];
-  let first = 0;
-  for (const s of stages as Array<{ name?: unknown; steps?: unknown }>) {
-    if (typeof s?.steps !== 'number' || typeof s.name !== 'string') return null;
-    out.push({ name: s.name, firstStep: first, lastStep: first + s.steps - 1 });
-    first += s.steps;
-  }
-  return out;
 }
 
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);

@@ -24,7 +24,7 @@ interface Waiting {
 const archivedTotal = () => counter('rstar_archiver_events_total', 'Events appended to the archive', ['result']);
 
 /**
- * The event archiver (ARCHITECTURE §4): consumes every subject of the bus from the start of the
+ * The event archiver (docs/design/architecture.md §4): consumes every subject of the bus from the start of the
  * stream, appends in batches of up to `batchSize` with one `EventStore.appendBatch` (COPY on real
  * Postgres, `unnest` on PGlite), and acks each message only
  * after its batch committed. A failed append rejects the whole batch with {@link TransientError}, so

@@ -5,6 +5,13 @@ import { type EventBus, type RawPublisher, InProcessBus, JetStreamBus, securedBu
 import { Archiver, type ArchiverOptions } from './archiver';
 
 /** A bad runtime configuration; the message names the setting and the fix. */
+/** `flush()` gave up: the archiver still had events to store after the timeout. */
+export class ArchiverBehindError extends RstarError {
+  constructor(timeoutMs: number) {
+    super('archiver_behind', `archiver still behind after ${timeoutMs} ms (is the archive's Postgres slow or down?)`);
+  }
+}
+
 export class RuntimeConfigError extends RstarError {
   declare readonly field: string;
   constructor(message: string, field: string) {
@@ -106,7 +113,7 @@ export async function connectRuntime(opts: RuntimeOptions = {}): Promise<Runtime
     if (!archiver) return;
     const t0 = Date.now();
     while ((await archiver.lag()) > 0) {
-      if (Date.now() - t0 > timeoutMs) throw new Error(`archiver still behind after ${timeoutMs} ms`);
+      if (Date.now() - t0 > timeoutMs) throw new ArchiverBehindError(timeoutMs);
       await new Promise((r) => setTimeout(r, 5));
     }
   };

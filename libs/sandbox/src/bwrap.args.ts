@@ -57,7 +57,7 @@ function bindLeaf(args: string[], name: string, leaf: CgroupLeaf | null): Cgroup
 }
 
 /**
- * bubblewrap argv for a zygote (SANDBOX.md: `--unshare-all`-like namespaces, system and Python
+ * bubblewrap argv for a zygote (docs/design/sandbox.md: `--unshare-all`-like namespaces, system and Python
  * read-only, private tmpfs, no host env). No cgroup namespace: the zygote moves call children
  * between leaves bound into the sandbox, which needs their real paths.
  * Capabilities kept by the zygote only: the call child drops to an unprivileged uid before user code.

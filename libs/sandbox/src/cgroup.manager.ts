@@ -39,7 +39,7 @@ function tryWrite(file: string, value: string): boolean {
 }
 
 /**
- * Creates and removes the cgroups of a pool (SANDBOX.md: v1 `pids`+`memory` are writable by root on
+ * Creates and removes the cgroups of a pool (docs/design/sandbox.md: v1 `pids`+`memory` are writable by root on
  * these machines; Kubernetes nodes mostly run v2). Layout under the process's own cgroup:
  * `rstar-sbx-<pid>-<n>/w<i>/{zygote,call,s<k>}`. A cgroup OOM kill in a leaf is what tells
  * `memory_limit` apart from any other SIGKILL; `pids.max` stops fork bombs (threads included).

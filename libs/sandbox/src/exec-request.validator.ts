@@ -1,7 +1,7 @@
 import { InvalidRequestError } from './sandbox.errors';
 import type { ExecLimits, ExecRequest } from './sandbox.types';
 
-/** PROTOCOL §3 defaults: 4 s wall clock, 384 MB, 1,000 characters per stream. */
+/** docs/design/protocol.md §3 defaults: 4 s wall clock, 384 MB, 1,000 characters per stream. */
 export const DEFAULT_LIMITS: ExecLimits = { timeoutMs: 4_000, memoryMb: 384, outputChars: 1_000 };
 /** Server maxima: anything above is clamped down (never run unbounded). */
 export const DEFAULT_MAXIMA: ExecLimits & { inputBytes: number; codeBytes: number } = {
@@ -31,7 +31,7 @@ export interface ResolvedRequest extends ExecLimits {
   code: string;
   input: string;
   session: string | null;
-  /** Echo a final bare expression's repr (PROTOCOL §3); false = plain `python3 prog.py` semantics. */
+  /** Echo a final bare expression's repr (docs/design/protocol.md §3); false = plain `python3 prog.py` semantics. */
   echo: boolean;
 }
 

@@ -1,6 +1,6 @@
 /**
- * @rstar/sandbox: the isolated Python execution pool behind the code tool (ARCHITECTURE §5,
- * PROTOCOL §3). Main type: {@link SandboxPool}. The tool-response text lives in @rstar/agent.
+ * @rstar/sandbox: the isolated Python execution pool behind the code tool (docs/design/architecture.md §5,
+ * docs/design/protocol.md §3). Main type: {@link SandboxPool}. The tool-response text lives in @rstar/agent.
  */
 export { SandboxPool, poolResult, SCIPY_WARM_MODULES } from './sandbox.pool';
 export { scipySubmoduleUsage } from './scipy.usage';
@@ -22,6 +22,8 @@ export {
   PoolNotRunningError,
   IsolationUnavailableError,
   WorkerStartError,
+  ZygoteProtocolError,
+  SandboxDataNotFoundError,
 } from './sandbox.errors';
 export {
   loadTrajectories,

@@ -1,7 +1,8 @@
 import type { StreamLengths } from './zygote.frames';
+import { ZygoteProtocolError } from './sandbox.errors';
 
 /**
- * The text a program's stream shows (SANDBOX.md, output caps): the zygote keeps its first and last
+ * The text a program's stream shows (docs/design/sandbox.md, output caps): the zygote keeps its first and last
  * `4 * capChars + 4` bytes (`tail` is empty, or the bytes after `head`); here they are decoded as UTF-8 (an invalid sequence becomes U+FFFD, as
  * Python's "replace" does) and, when the text is longer than `capChars` code points, cut to head +
  * `\n...[output truncated: N bytes in total]...\n` + tail, the whole within the cap. A NUL shows as U+FFFD.
@@ -46,7 +47,7 @@ function cutText(head: Buffer, tail: Buffer, totalBytes: number, capChars: numbe
 export function responseTexts(streams: StreamLengths[], payload: Buffer, capChars: number): { stdout: string; stderr: string; truncated: boolean } {
   let at = 0;
   const take = (n: number) => {
-    if (at + n > payload.length) throw new Error(`zygote response announces ${at + n} stream bytes, sent ${payload.length}`);
+    if (at + n > payload.length) throw new ZygoteProtocolError(`zygote response announces ${at + n} stream bytes, sent ${payload.length}`);
     const b = payload.subarray(at, at + n);
     at += n;
     return b;

@@ -1,3 +1,4 @@
+import { RstarError } from '@rstar/contracts';
 /**
  * How the stderr of an `invalid_request` result starts (the request itself was invalid and never ran);
  * the rest names the field and the fix. Pool, HTTP client, NATS responder and `rstar exec` all use it.
@@ -5,23 +6,13 @@
 export const INVALID_REQUEST_PREFIX = 'invalid request: ';
 
 /** Base class of sandbox errors; `code` is machine-readable. */
-export class SandboxError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = new.target.name;
-  }
-}
+export class SandboxError extends RstarError {}
 
 /** A request field is missing or invalid; `field` names it and the message says how to fix it. */
 export class InvalidRequestError extends SandboxError {
-  constructor(
-    readonly field: string,
-    message: string,
-  ) {
-    super('invalid_request', `${field}: ${message}`);
+  declare readonly field: string;
+  constructor(field: string, message: string) {
+    super('invalid_request', `${field}: ${message}`, field);
   }
 }
 
@@ -36,6 +27,20 @@ export class PoolNotRunningError extends SandboxError {
 export class IsolationUnavailableError extends SandboxError {
   constructor(message: string) {
     super('isolation_unavailable', message);
+  }
+}
+
+/** A zygote answered with a frame that breaks the protocol (zygote.frames.ts): the worker is replaced. */
+export class ZygoteProtocolError extends SandboxError {
+  constructor(message: string) {
+    super('zygote_protocol', message);
+  }
+}
+
+/** A data folder the sandbox was pointed at does not exist; `field` names the option. */
+export class SandboxDataNotFoundError extends SandboxError {
+  constructor(message: string, field: string) {
+    super('data_not_found', message, field);
   }
 }
 

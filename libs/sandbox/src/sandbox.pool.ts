@@ -74,7 +74,7 @@ export function poolResult(status: ExecStatus, stderr: string): ExecResult {
 }
 
 /**
- * A pool of warm Python zygotes (ARCHITECTURE §5, issue 3): each imports numpy/sympy/scipy once and
+ * A pool of warm Python zygotes (docs/design/architecture.md §5, issue 3): each imports numpy/sympy/scipy once and
  * forks one child per call inside bubblewrap, with per-call cgroup limits, wall-clock kill of the
  * whole call from outside, output caps while reading, and stateful sessions pinned to one worker.
  *

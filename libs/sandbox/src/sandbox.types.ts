@@ -1,5 +1,5 @@
 /**
- * Status of one execution (PROTOCOL §3, ARCHITECTURE §5); `overloaded` = refused by admission control;
+ * Status of one execution (docs/design/protocol.md §3, docs/design/architecture.md §5); `overloaded` = refused by admission control;
  * `invalid_request` = the request itself was malformed (not JSON, a field missing or wrong): it never
  * ran, and stderr names the field and the fix. `sandbox_error` is kept for failures of the sandbox.
  */
@@ -29,7 +29,7 @@ export interface ExecRequest {
   /** Characters kept per stream (default 1,000; head and tail kept, `truncated` set). */
   outputChars?: number;
   /**
-   * Print the repr of a final bare expression (PROTOCOL §3, IPython-like; default true). `false` runs
+   * Print the repr of a final bare expression (docs/design/protocol.md §3, IPython-like; default true). `false` runs
    * the program exactly as `python3 prog.py` would (what SandboxFusion and code-judge callers expect).
    */
   echo?: boolean;

@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { REPO_ROOT } from './python.resolver';
 import type { ExecResult } from './sandbox.types';
+import { SandboxDataNotFoundError } from './sandbox.errors';
 
 /**
  * Default location of the recorded trajectories: env RSTAR_TRAJECTORY_DIR, else ../shared/trajectories
@@ -39,7 +40,7 @@ export const AGREEING: ReadonlySet<ReplayKind> = new Set(['same', 'both_error'])
  * @throws Error when the directory does not exist.
  */
 export function loadTrajectories(dir = DEFAULT_TRAJECTORY_DIR, every = 1): RecordedTrajectory[] {
-  if (!existsSync(dir)) throw new Error(`trajectory directory ${dir} not found (expected ../shared/trajectories)`);
+  if (!existsSync(dir)) throw new SandboxDataNotFoundError(`trajectory directory ${dir} not found (expected ../shared/trajectories)`, 'dir');
   const out: RecordedTrajectory[] = [];
   for (const f of readdirSync(dir).filter((x) => x.endsWith('.jsonl')).sort()) {
     const source = f.replace(/\.jsonl$/, '');
@@ -62,7 +63,7 @@ export function loadTrajectories(dir = DEFAULT_TRAJECTORY_DIR, every = 1): Recor
 // eslint-disable-next-line no-control-regex -- ANSI colour codes left in MathCoder's recorded tracebacks
 const ANSI = /\x1b\[[0-9;]*m|\[[0-9;]*m(?=\S)/g;
 
-/** Normalise paths, numpy scalar reprs, float formatting, whitespace (SANDBOX.md: expect honest drift). */
+/** Normalise paths, numpy scalar reprs, float formatting, whitespace (docs/design/sandbox.md: expect honest drift). */
 export function normaliseOutput(s: string): string {
   return s
     .replace(ANSI, '')

@@ -4,6 +4,7 @@
  * them in mappings it unmaps after the call instead of parsing them onto its heap (where every later
  * call's fork would inherit them).
  */
+import { ZygoteProtocolError } from './sandbox.errors';
 
 /** One response: the JSON line, and the raw stream bytes it announces under `streams`. */
 export interface ZygoteFrame {
@@ -39,7 +40,7 @@ function payloadBytes(msg: Record<string, unknown>): number {
   if (!Array.isArray(streams)) return 0;
   let n = 0;
   for (const s of streams as unknown[]) {
-    if (!Array.isArray(s) || s.length !== 3) throw new Error(`zygote response has a malformed stream entry: ${JSON.stringify(s)}`);
+    if (!Array.isArray(s) || s.length !== 3) throw new ZygoteProtocolError(`zygote response has a malformed stream entry: ${JSON.stringify(s)}`);
     n += Number(s[0]) + Number(s[1]);
   }
   return n;

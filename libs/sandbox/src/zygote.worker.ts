@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { CgroupManager, type CgroupLeaf, type WorkerCgroups } from './cgroup.manager';
 import { ZYGOTE_PACKAGE } from './python.resolver';
-import { WorkerStartError } from './sandbox.errors';
+import { SandboxError, WorkerStartError } from './sandbox.errors';
 import { encodeRequest, FrameReader, type ZygoteFrame } from './zygote.frames';
 
 /** How to start one zygote. */
@@ -27,12 +27,16 @@ export interface ZygoteSpec {
 }
 
 /** The zygote answered nothing in time: the worker was killed and must be replaced. */
-export class WorkerBackstopError extends Error {
-  readonly code = 'worker_backstop';
+export class WorkerBackstopError extends SandboxError {
+  constructor(message: string) {
+    super('worker_backstop', message);
+  }
 }
 /** The zygote died while a request was in flight. */
-export class WorkerDiedError extends Error {
-  readonly code = 'worker_died';
+export class WorkerDiedError extends SandboxError {
+  constructor(message: string) {
+    super('worker_died', message);
+  }
 }
 
 /**

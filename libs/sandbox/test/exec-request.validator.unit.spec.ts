@@ -4,7 +4,7 @@ import { DEFAULT_LIMITS, DEFAULT_MAXIMA, InvalidRequestError, MIN_MEMORY_MB, res
 const resolve = (raw: unknown) => resolveRequest(raw, DEFAULT_LIMITS, DEFAULT_MAXIMA);
 
 describe('resolveRequest', () => {
-  it('fills PROTOCOL §3 defaults', () => {
+  it('fills docs/design/protocol.md §3 defaults', () => {
     expect(resolve({ code: 'print(1)' })).toEqual({ code: 'print(1)', input: '', session: null, echo: true, timeoutMs: 4000, memoryMb: 384, outputChars: 1000 });
   });
 

@@ -172,13 +172,15 @@ export class EventVerifier {
 
 /** Parse an Ed25519 private key from PKCS#8 PEM. @throws SigningKeyError naming `field`. */
 export function parsePrivateKey(pem: string, field: string): KeyObject {
+  const refuse = (why: string) => new SigningKeyError(`${field} is not an Ed25519 private key in PKCS#8 PEM (${why}); generate keys with \`rstar security init\``, field);
+  let k: KeyObject;
   try {
-    const k = createPrivateKey(pem);
-    if (k.asymmetricKeyType !== 'ed25519') throw new Error(`a ${k.asymmetricKeyType} key`);
-    return k;
+    k = createPrivateKey(pem);
   } catch (e) {
-    throw new SigningKeyError(`${field} is not an Ed25519 private key in PKCS#8 PEM (${(e as Error).message}); generate keys with \`rstar security init\``, field);
+    throw refuse((e as Error).message);
   }
+  if (k.asymmetricKeyType !== 'ed25519') throw refuse(`a ${k.asymmetricKeyType} key`);
+  return k;
 }
 
 /**
@@ -199,13 +201,15 @@ export function parseTrustedKeys(json: string, field: string): Map<string, KeyOb
     out.set(
       keyId,
       pems.map((pem, i) => {
+        const refuse = (why: string) => new SigningKeyError(`${field}: key ${i + 1} of "${keyId}" is not an Ed25519 public key in SPKI PEM (${why})`, field);
+        let k: KeyObject;
         try {
-          const k = createPublicKey(String(pem));
-          if (k.asymmetricKeyType !== 'ed25519') throw new Error(`a ${k.asymmetricKeyType} key`);
-          return k;
+          k = createPublicKey(String(pem));
         } catch (e) {
-          throw new SigningKeyError(`${field}: key ${i + 1} of "${keyId}" is not an Ed25519 public key in SPKI PEM (${(e as Error).message})`, field);
+          throw refuse((e as Error).message);
         }
+        if (k.asymmetricKeyType !== 'ed25519') throw refuse(`a ${k.asymmetricKeyType} key`);
+        return k;
       }),
     );
   }

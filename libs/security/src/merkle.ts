@@ -27,6 +27,7 @@ function split(n: number): number {
 
 /** The root of the tree over `leaves` (leaf hashes), and each leaf's inclusion path (siblings, leaf to root). */
 export function merkleTree(leaves: readonly Buffer[]): { root: Buffer; paths: Buffer[][] } {
+  // A programmer invariant, not input: every caller builds the tree over a non-empty batch of events.
   if (leaves.length === 0) throw new Error('merkleTree: at least one leaf is needed');
   const paths: Buffer[][] = leaves.map(() => []);
   const build = (from: number, to: number): Buffer => {

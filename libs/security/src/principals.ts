@@ -28,7 +28,7 @@ export interface BusRole {
 }
 
 /**
- * The producer/consumer table of the event contracts (ARCHITECTURE §3's producer column, as the code
+ * The producer/consumer table of the event contracts (docs/design/architecture.md §3's producer column, as the code
  * publishes today). NATS permissions, the event-signature policy and the tests derive from it, so they
  * cannot drift from libs/contracts: a contract type that no principal produces fails the unit test.
  *
@@ -84,11 +84,6 @@ export function isPrincipal(name: string): name is Principal {
 /** The principals allowed to produce `type`. */
 export function producersOf(type: EventType): Principal[] {
   return PRINCIPALS.filter((p) => BUS_ROLES[p].produces.includes(type));
-}
-
-/** The principals that consume `type` (the archiver's catch-all included). */
-export function consumersOf(type: EventType): Principal[] {
-  return PRINCIPALS.filter((p) => consumedBy(p).includes(type));
 }
 
 /** Every event type a principal consumes (over all its subscriptions). */

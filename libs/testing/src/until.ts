@@ -1,9 +1,8 @@
+import { RstarError } from '@rstar/contracts';
 /** A condition a test waited for did not come true in time; the message names it and the last value seen. */
-export class WaitTimeoutError extends Error {
-  readonly code = 'wait_timeout';
+export class WaitTimeoutError extends RstarError {
   constructor(what: string, timeoutMs: number, last: unknown) {
-    super(`timed out after ${timeoutMs} ms waiting for ${what}${last === undefined ? '' : ` (last: ${JSON.stringify(last)?.slice(0, 300)})`}`);
-    this.name = 'WaitTimeoutError';
+    super('wait_timeout', `timed out after ${timeoutMs} ms waiting for ${what}${last === undefined ? '' : ` (last: ${JSON.stringify(last)?.slice(0, 300)})`}`);
   }
 }
 

@@ -1,4 +1,4 @@
-import { makeEvent, streams, type RstarEvent } from '@rstar/contracts';
+import { makeEvent, streams, toolCallCompletedData, type RstarEvent } from '@rstar/contracts';
 import { TransientError, type EventBus, type Subscription } from '@rstar/messaging';
 import type { SandboxPool } from '@rstar/sandbox';
 import { inSpan, SpanStatusCode } from '@rstar/telemetry';
@@ -12,12 +12,12 @@ export interface ToolExecutionHandlerOptions {
   concurrency?: number;
   producer?: string;
   metrics?: ToolExecutionMetrics;
-  /** Characters kept per stream (default: the pool's, 1,000 per PROTOCOL §3). */
+  /** Characters kept per stream (default: the pool's, 1,000 per docs/design/protocol.md §3). */
   outputChars?: number;
 }
 
 /**
- * The JetStream flow of tool-execution (ARCHITECTURE §5): consumes `ToolCallRequested`, runs the
+ * The JetStream flow of tool-execution (docs/design/architecture.md §5): consumes `ToolCallRequested`, runs the
  * program in the {@link SandboxPool}, publishes `ToolCallCompleted` (deterministic id per `callId`, so
  * a redelivered request re-emits the same event and the bus drops the copy). The `jupyter_code` tool
  * runs in the rollout's session (`session` or else the rollout id). An `overloaded` pool is a
@@ -71,21 +71,7 @@ export class ToolExecutionHandler {
         key: d.callId,
         producer: this.opts.producer ?? 'tool-execution',
         causedBy: ev,
-        data: {
-          callId: d.callId,
-          rolloutId: d.rolloutId,
-          turn: d.turn,
-          status: r.status,
-          stdout: r.stdout,
-          stderr: r.stderr,
-          exitCode: r.exitCode,
-          signal: r.signal,
-          wallMs: r.wallMs,
-          cpuMs: r.cpuMs,
-          truncated: r.truncated,
-          sessionReset: r.sessionReset ?? false,
-          ...(r.sessionKept === undefined ? {} : { sessionKept: r.sessionKept }),
-        },
+        data: toolCallCompletedData(d, r),
       }),
     );
   }

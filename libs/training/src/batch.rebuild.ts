@@ -1,17 +1,17 @@
+import { RstarError } from '@rstar/contracts';
 import type { RstarEvent } from '@rstar/contracts';
 import { buildTrainingBatch, type BatchGroup, type TrainingBatch } from '@rstar/grpo';
 
 /** A step whose batch cannot be rebuilt from the log (an event is missing). */
-export class BatchRebuildError extends Error {
-  readonly code = 'batch_rebuild_failed';
-  constructor(message: string, readonly field: string) {
-    super(message);
-    this.name = 'BatchRebuildError';
+export class BatchRebuildError extends RstarError {
+  declare readonly field: string;
+  constructor(message: string, field: string) {
+    super('batch_rebuild_failed', message, field);
   }
 }
 
 /**
- * Rebuild the training batch of one RL step from a run's events alone (ARCHITECTURE §1 replay): the
+ * Rebuild the training batch of one RL step from a run's events alone (docs/design/architecture.md §1 replay): the
  * step's groups in prompt order (`StepStarted.promptIds`), each group's kept rollouts in
  * `GroupResampled.kept` order with their rewards, and each rollout's tokens, logprobs and loss mask
  * from `RolloutCompleted`, through `@rstar/grpo`'s `buildTrainingBatch` — the same inputs the

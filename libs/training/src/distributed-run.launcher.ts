@@ -35,7 +35,7 @@ export interface LaunchDeps {
 }
 
 /**
- * Distributed mode's run start (ARCHITECTURE §1 mode 2): the optimization service consumes a `RunStarted`
+ * Distributed mode's run start (docs/design/architecture.md §1 mode 2): the optimization service consumes a `RunStarted`
  * (from `rstar train --remote`) and calls this, acking the message only when the run has ended. Fresh
  * run: SFT (or `policy.init: checkpoint`), push those weights to every engine as policy version 0, then the
  * step driver. After a restart the message is redelivered: the archive's latest `PolicyUpdated` gives the

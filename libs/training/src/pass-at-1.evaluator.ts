@@ -54,7 +54,7 @@ export function poolToolExecutor(pool: SandboxPool, outputChars?: number): ToolE
 }
 
 /**
- * pass@1 of a policy behind an engine (PROTOCOL §4 reward): every prompt is rolled out `samples` times
+ * pass@1 of a policy behind an engine (docs/design/protocol.md §4 reward): every prompt is rolled out `samples` times
  * with the real agent loop (tool calls executed in the sandbox), graded by libs/grader; truncated
  * rollouts score 0. Up to `maxInFlight` rollouts are in flight at once (the engine batches them); each
  * keeps its own sampling seed, so the order they start in does not change what they sample.

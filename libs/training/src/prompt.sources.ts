@@ -1,3 +1,4 @@
+import { RstarError } from '@rstar/contracts';
 import { existsSync, readFileSync } from 'node:fs';
 import type { RunConfig } from '@rstar/contracts';
 import { renderPrompt } from '@rstar/agent';
@@ -5,11 +6,10 @@ import { Tokenizer, deriveSeed, generateTasks } from '@rstar/policy';
 import type { Prompt, PromptSource } from './driver';
 
 /** A dataset file that cannot be used; the message names the line/field and the fix. */
-export class DatasetError extends Error {
-  readonly code = 'invalid_dataset';
-  constructor(message: string, readonly field: string) {
-    super(message);
-    this.name = 'DatasetError';
+export class DatasetError extends RstarError {
+  declare readonly field: string;
+  constructor(message: string, field: string) {
+    super('invalid_dataset', message, field);
   }
 }
 
@@ -82,7 +82,7 @@ export function runPrompts(config: RunConfig, resolvePath: (p: string) => string
 
 /**
  * The prompts the built-in policy can serve: the rendered prompt (compact template, default tokenizer)
- * plus the response budget (model and tool tokens together, PROTOCOL §2) must fit the context window, or
+ * plus the response budget (model and tool tokens together, docs/design/protocol.md §2) must fit the context window, or
  * a rollout could outgrow the window mid-way and be refused by the engine.
  */
 export function promptsFittingContext(prompts: readonly Prompt[], context: number, budget: number): Prompt[] {

@@ -1,14 +1,13 @@
-import { ids, makeEvent, streams, type RunConfig } from '@rstar/contracts';
+import { ids, makeEvent, streams, type RunConfig, RstarError } from '@rstar/contracts';
 import { JetStreamBus, securedBusOptionsFromEnv, type EventBus } from '@rstar/messaging';
 import { pipelineDurables, waitForConsumers } from './pipeline.consumers';
 import { STEP_LINE_LEGEND, stepSummaryLine } from './step-summary.line';
+import { RunRefusedError } from './run.errors';
 
 /** A remote run that ended with `RunFailed`. */
-export class RemoteRunFailedError extends Error {
-  readonly code = 'remote_run_failed';
+export class RemoteRunFailedError extends RstarError {
   constructor(readonly runId: string, message: string) {
-    super(`run ${runId} failed: ${message}`);
-    this.name = 'RemoteRunFailedError';
+    super('remote_run_failed', `run ${runId} failed: ${message}`);
   }
 }
 
@@ -31,14 +30,14 @@ export interface RemoteSubmitOptions {
 }
 
 /**
- * `rstar train --remote`: submit a run to the services (distributed mode, ARCHITECTURE §1 mode 2).
+ * `rstar train --remote`: submit a run to the services (distributed mode, docs/design/architecture.md §1 mode 2).
  * Waits until the services' consumers exist (`consumers`), then publishes `RunStarted` (id `RunStarted:<runId>`, producer `cli`, the validated config); the
  * optimization service starts the run when it receives it (services/optimization/src/main.ts). Then
  * follows the run's `StepCompleted` events, one line each, until `RunCompleted` (resolves with the
  * run id) or `RunFailed` (throws {@link RemoteRunFailedError}).
  */
 export async function submitRemoteRun(config: RunConfig, opts: RemoteSubmitOptions): Promise<string> {
-  if (config.validateOnly && config.policy.kind !== 'hf') throw new Error(`config "${config.name}" is validateOnly with a ${config.policy.kind} policy; the services run only a Hugging Face policy's GPU config (policy.kind: hf)`);
+  if (config.validateOnly && config.policy.kind !== 'hf') throw new RunRefusedError(`config "${config.name}" is validateOnly with a ${config.policy.kind} policy; the services run only a Hugging Face policy's GPU config (policy.kind: hf)`, 'validateOnly');
   const runId = opts.runId ?? ids.newRun();
   const own = !opts.bus;
   // On a secured NATS the CLI is the operator's principal (`cli`): its credentials and signing key from the environment.

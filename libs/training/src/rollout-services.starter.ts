@@ -37,7 +37,7 @@ export interface RolloutServices {
 
 /**
  * Every handler of a rollout's path on one bus, wired the way `rstar train` standalone runs them
- * (ARCHITECTURE §5): tool-execution on the sandbox pool, reward-grading, resampling (rebuilt from the
+ * (docs/design/architecture.md §5): tool-execution on the sandbox pool, reward-grading, resampling (rebuilt from the
  * archive for `runId`), and policy-serving over the engines (the run's scheduler policy, compact prompts
  * for the built-in policy, the run's tool limits). The step driver (optimization) is not among them:
  * `rstar train` adds it, `rstar replay rerun --standalone` publishes a recorded step's requests instead.

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { parseRunConfigYaml, type RunConfig } from '@rstar/contracts';
+import { parseRunConfigYaml, type RunConfig, RstarError } from '@rstar/contracts';
 
 /**
  * The repository root, which relative data paths of a run config and the presets are resolved against: the
@@ -19,11 +19,10 @@ function findUp(from: string, entry: string): string | null {
 export const PRESET_DIR = join(REPO_ROOT, 'configs');
 
 /** A preset or config file that cannot be found; the message lists what exists. */
-export class ConfigNotFoundError extends Error {
-  readonly code = 'config_not_found';
-  constructor(message: string, readonly field: 'preset' | 'config') {
-    super(message);
-    this.name = 'ConfigNotFoundError';
+export class ConfigNotFoundError extends RstarError {
+  declare readonly field: 'preset' | 'config';
+  constructor(message: string, field: 'preset' | 'config') {
+    super('config_not_found', message, field);
   }
 }
 

@@ -5,7 +5,7 @@ import { Trainer as PolicyTrainer, type PolicyModel } from '@rstar/policy';
 
 /**
  * The `builtin` trainer with each RL stage's own learning rate (the run config gives `lr` per stage;
- * PROTOCOL §6: one AdamW step per RL step, warm-up `trainer.warmupSteps`). `beginStep(step)` is called
+ * docs/design/protocol.md §6: one AdamW step per RL step, warm-up `trainer.warmupSteps`). `beginStep(step)` is called
  * before each step's batch is trained, so the stage of that step sets the rate.
  */
 export class StagedBuiltinTrainer implements Trainer {

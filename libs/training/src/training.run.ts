@@ -20,6 +20,7 @@ import { TrackerFeed, trackersOf } from '@rstar/trackers';
 
 export { RunRefusedError } from './run.errors';
 import { RunRefusedError } from './run.errors';
+import { RunWaitTimeoutError } from './run.errors';
 
 /** Progress of a run, by phase (for progress bars and logs). */
 export type TrainProgress =
@@ -119,13 +120,13 @@ const since = (t: number) => (Date.now() - t) / 1000;
 async function waitFor(cond: () => boolean, what: string, timeoutMs: number): Promise<void> {
   const t0 = Date.now();
   while (!cond()) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() - t0 > timeoutMs) throw new RunWaitTimeoutError(what, timeoutMs);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
 
 /**
- * A whole training run in one process (ARCHITECTURE §1 mode 1): the non-reasoning SFT stage
+ * A whole training run in one process (docs/design/architecture.md §1 mode 1): the non-reasoning SFT stage
  * (libs/policy `runSft`, unless `policy.init: checkpoint`), held-out pass@1, then the GRPO-RoC stages
  * through every handler on one bus (policy-serving over the SGLang adapter against the built-in engine
  * on a loopback port, tool-execution on the sandbox pool, reward-grading, resampling, optimization),

@@ -126,3 +126,28 @@ describe('control-plane: archiver and runs API over real NATS and Postgres', () 
     expect(m).toContain('rstar_projection_events_total{projection="read-models"} 27');
   });
 });
+
+describe('control-plane before Postgres and NATS answer: every API route says 503 through the one error filter', () => {
+  let app: INestApplication;
+  let url: string;
+  beforeAll(async () => {
+    // Port 9 on loopback (discard) has no server: the dependencies keep retrying and never connect.
+    ({ app, url } = await startService(
+      ControlPlaneModule.forRoot({ PORT: '0', HOST: '127.0.0.1', RSTAR_NATS_URL: 'nats://127.0.0.1:9', RSTAR_DATABASE_URL: 'postgres://rstar:rstar@127.0.0.1:9/none', RSTAR_UI_DIR: mkdtempSync(join(tmpdir(), 'rstar-no-ui-')) }),
+      'control-plane',
+    ));
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('answers 503 dependency_not_ready on the runs, archive and views routes (not 500); projections reports null', async () => {
+    for (const path of ['/v1/runs', '/v1/runs/r1', '/v1/runs/r1/events', '/v1/rollouts/x', '/v1/archive', '/v1/views/runs', '/v1/views/runs/r1']) {
+      const r = await fetch(`${url}${path}`);
+      expect(r.status, path).toBe(503);
+      expect(await r.json(), path).toMatchObject({ statusCode: 503, code: 'dependency_not_ready', message: expect.stringContaining('not connected yet') });
+    }
+    expect(await (await fetch(`${url}/v1/projections`)).json()).toEqual({ readModels: null, kafka: null });
+    expect((await fetch(`${url}/health/ready`)).status).toBe(503);
+  });
+});

@@ -25,7 +25,7 @@ def _num(obj: dict, key: str, default, field: str, *, lo=None, hi=None, integer=
 
 @dataclass(frozen=True)
 class LossConfig:
-    """PROTOCOL §6 PPO-clip (clip-higher, dual clip, token-mean, no KL) or SFT cross-entropy.
+    """docs/design/protocol.md §6 PPO-clip (clip-higher, dual clip, token-mean, no KL) or SFT cross-entropy.
 
     - ``eps_low`` / ``eps_high``: ratio clipped to [1 - eps_low, 1 + eps_high] (0.2 / 0.28).
     - ``dual_clip``: c; for A < 0 the token loss is at most -c*A (3).
@@ -55,10 +55,10 @@ class LossConfig:
             raise RequestError("loss must be an object", "loss")
         agg = obj.get("aggregation", "token-mean")
         if agg != "token-mean":
-            raise RequestError(f"loss.aggregation {agg!r} is not supported; PROTOCOL §6 uses 'token-mean'", "loss.aggregation")
+            raise RequestError(f"loss.aggregation {agg!r} is not supported; docs/design/protocol.md §6 uses 'token-mean'", "loss.aggregation")
         for k in ("kl", "entropyBonus"):
             if obj.get(k, 0) not in (0, 0.0, None):
-                raise RequestError(f"loss.{k} must be 0: GRPO-RoC has no KL term and no entropy bonus (PROTOCOL §6)", f"loss.{k}")
+                raise RequestError(f"loss.{k} must be 0: GRPO-RoC has no KL term and no entropy bonus (docs/design/protocol.md §6)", f"loss.{k}")
         src = obj.get("oldLogprobs", "engine")
         if src not in ("engine", "recomputed"):
             raise RequestError(f"loss.oldLogprobs must be 'engine' or 'recomputed', got {src!r}", "loss.oldLogprobs")

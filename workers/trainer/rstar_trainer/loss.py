@@ -1,4 +1,4 @@
-"""Token-level losses: GRPO-RoC's PPO-clip (PROTOCOL §6) and SFT cross-entropy, on tensors.
+"""Token-level losses: GRPO-RoC's PPO-clip (docs/design/protocol.md §6) and SFT cross-entropy, on tensors.
 
 Same rules as libs/grpo ``clippedTokenLoss`` (TypeScript), checked against it on shared test vectors.
 """

@@ -10,7 +10,7 @@ One step (``PolicyTrainer.train_step``):
    those recomputed values are pi_old). When one update covers the whole batch and the engine's
    logprobs are pi_old, the first forward pass of the update *is* that recompute (the weights have not
    moved yet) and no extra pass runs;
-3. loss per token (PROTOCOL §6, :func:`ppo_token_loss`) summed and divided by the mini-batch's model
+3. loss per token (docs/design/protocol.md §6, :func:`ppo_token_loss`) summed and divided by the mini-batch's model
    tokens over all ranks (token-mean); gradients clipped to ``gradClip``; AdamW with the warm-up lr.
 """
 

@@ -2,7 +2,7 @@
 
 A randomly initialised (seeded) Qwen2-architecture causal LM of a few hundred thousand parameters and a
 byte-level BPE tokenizer trained with the ``tokenizers`` library on a built-in corpus of rStar2-format
-conversations (plus ``--corpus`` files), with a chat template for the rStar2 format (PROTOCOL §1):
+conversations (plus ``--corpus`` files), with a chat template for the rStar2 format (docs/design/protocol.md §1):
 ChatML turns, a ``# Tools`` system section, tool results as a user turn of ``<tool_response>`` blocks,
 and a generation prompt that opens the assistant turn with ``<reason>``. The directory is a normal
 Hugging Face model directory (transformers and @huggingface/tokenizers load it).

@@ -1,4 +1,4 @@
-"""The PPO-clip loss of PROTOCOL §6 against a hand-computed example, its gradients, and SFT."""
+"""The PPO-clip loss of docs/design/protocol.md §6 against a hand-computed example, its gradients, and SFT."""
 
 import math
 

@@ -11,7 +11,7 @@ const SENTINEL = '\u0000rstar-assistant-turn\u0000';
 /**
  * The rStar2 conversation rendered with a model's own chat template (`chat_template.jinja` or the
  * `chat_template` of tokenizer_config.json) by @huggingface/jinja: the prompt is the user turn
- * (instruction + problem, PROTOCOL §1) with the tool signatures as `tools` (none when `compact`), and
+ * (instruction + problem, docs/design/protocol.md §1) with the tool signatures as `tools` (none when `compact`), and
  * the generation prompt; tool results are `tool` messages. The tool turn is the difference between the
  * conversation rendered with and without the tool messages, minus the end-of-turn text the model sampled
  * itself, so appending its tokens continues exactly what the template would have produced.

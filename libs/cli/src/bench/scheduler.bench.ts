@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { rngFromSeed, seedOf } from '@rstar/grpo';
 
 /*
- * `pnpm bench scheduler`: KV-budget vs least-requests vs round-robin rollout scheduling (PROTOCOL §7).
+ * `pnpm bench scheduler`: KV-budget vs least-requests vs round-robin rollout scheduling (docs/design/protocol.md §7).
  * Part 1 runs real rollouts on several built-in engines (when the built-in engine is available); part 2 is
  * a discrete-event simulation of a 64-engine cluster with a per-token latency model calibrated on part 1.
  * The simulated engine below is a benchmark tool only: it drives the product's RolloutScheduler, but it

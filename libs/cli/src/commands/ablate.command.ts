@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { meanCurve, STEP_LINE_LEGEND, stepSummaryLine, runRocAblation, loadRunConfig } from '@rstar/training';
+import { CliInputError } from '../cli.errors';
 
 const fmt = (v: number | null | undefined) => (v === null || v === undefined ? '   -  ' : v.toFixed(3).padStart(6));
 
@@ -20,11 +21,11 @@ export function register(program: Command): void {
     .option('--skip-eval', 'skip the held-out pass@1 evaluations')
     .action(async (which: string, o: { preset: string; config?: string; seeds: string; lastK?: string; out?: string; skipEval?: boolean }) => {
       if (!process.env.RSTAR_LOG_LEVEL) process.env.RSTAR_LOG_LEVEL = 'warn';
-      if (which !== 'roc') throw new Error(`unknown ablation "${which}" (known: roc)`);
+      if (which !== 'roc') throw new CliInputError(`unknown ablation "${which}" (known: roc)`);
       const seeds = o.seeds.split(',').map((s) => Number(s.trim()));
-      if (seeds.some((s) => !Number.isInteger(s))) throw new Error(`--seeds must be comma-separated integers, got "${o.seeds}"`);
+      if (seeds.some((s) => !Number.isInteger(s))) throw new CliInputError(`--seeds must be comma-separated integers, got "${o.seeds}"`);
       const lastK = o.lastK === undefined ? undefined : Number(o.lastK);
-      if (lastK !== undefined && !(Number.isInteger(lastK) && lastK >= 1)) throw new Error(`--last-k must be a positive integer, got "${o.lastK}"`);
+      if (lastK !== undefined && !(Number.isInteger(lastK) && lastK >= 1)) throw new CliInputError(`--last-k must be a positive integer, got "${o.lastK}"`);
       const { config } = loadRunConfig({ preset: o.preset, file: o.config });
       let legend = false;
       const r = await runRocAblation(config, {

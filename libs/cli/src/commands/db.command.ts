@@ -3,10 +3,11 @@ import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { Client } from 'pg';
 import { ARCHIVE_LOGINS, archiveRoleNames, archiveRolesSql, EventStore, LATEST_MIGRATION } from '@rstar/event-store';
+import { CliInputError } from '../cli.errors';
 
 function databaseUrl(o: { database?: string }): string {
   const url = o.database ?? process.env.RSTAR_DATABASE_URL;
-  if (!url) throw new Error('pass --database URL (or set RSTAR_DATABASE_URL)');
+  if (!url) throw new CliInputError('pass --database URL (or set RSTAR_DATABASE_URL)');
   return url;
 }
 
@@ -43,7 +44,7 @@ export function register(program: Command): void {
         process.stdout.write(archiveRolesSql({ schema: o.schema, prefix: o.prefix }) + '\n');
         return;
       }
-      if (!o.passwordsOut) throw new Error('--passwords-out FILE is required: every login gets a new password, written there (or use --print)');
+      if (!o.passwordsOut) throw new CliInputError('--passwords-out FILE is required: every login gets a new password, written there (or use --print)');
       const url = databaseUrl(o);
       const names = archiveRoleNames(o.prefix);
       const passwords = Object.fromEntries(ARCHIVE_LOGINS.map((l) => [l, randomBytes(24).toString('base64url')]));

@@ -1,9 +1,10 @@
 import type { Command } from 'commander';
 import { evaluateCheckpoint } from '@rstar/training';
+import { CliInputError } from '../cli.errors';
 
 const int = (name: string) => (v: string) => {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got "${v}"`);
+  if (!Number.isInteger(n) || n < 1) throw new CliInputError(`--${name} must be a positive integer, got "${v}"`);
   return n;
 };
 

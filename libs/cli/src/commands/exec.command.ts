@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { RstarError } from '@rstar/contracts';
 import { HttpExecutor, SandboxPool, runExecLines, type Executor } from '@rstar/sandbox';
 import { assertReadableFile } from '../input-file';
 
@@ -20,8 +21,10 @@ export const EXEC_EXIT = {
 } as const;
 
 /** Thrown inside the action for exit code {@link EXEC_EXIT.sandboxUnavailable}. */
-class SandboxUnavailableError extends Error {
-  readonly code = 'sandbox_unavailable';
+class SandboxUnavailableError extends RstarError {
+  constructor(message: string, cause?: unknown) {
+    super('sandbox_unavailable', message, null, { cause });
+  }
 }
 
 const EXIT_HELP = `
@@ -75,7 +78,7 @@ export function register(program: Command): void {
         try {
           await pool.start();
         } catch (e) {
-          throw new SandboxUnavailableError(`the sandbox pool could not start: ${(e as Error).message}`);
+          throw new SandboxUnavailableError(`the sandbox pool could not start: ${(e as Error).message}`, e);
         }
         executor = pool;
       }
@@ -111,11 +114,13 @@ function remoteUrl(url: string): URL | string {
  * result on every line. @throws SandboxUnavailableError naming the URL and the fix.
  */
 async function assertServiceReachable(url: string): Promise<void> {
+  const unavailable = (why: string, cause?: unknown) =>
+    new SandboxUnavailableError(`cannot reach the tool-execution service at ${url} (${why}); start it or drop --remote to use an in-process sandbox pool`, cause);
+  let res: Response;
   try {
-    const res = await fetch(url.replace(/\/$/, '') + '/health/ready', { signal: AbortSignal.timeout(10_000) });
-    if (!res.ok) throw new Error(`GET /health/ready answered HTTP ${res.status}`);
+    res = await fetch(url.replace(/\/$/, '') + '/health/ready', { signal: AbortSignal.timeout(10_000) });
   } catch (e) {
-    const why = e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e);
-    throw new SandboxUnavailableError(`cannot reach the tool-execution service at ${url} (${why}); start it or drop --remote to use an in-process sandbox pool`);
+    throw unavailable(e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e), e);
   }
+  if (!res.ok) throw unavailable(`GET /health/ready answered HTTP ${res.status}`);
 }

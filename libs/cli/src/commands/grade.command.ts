@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { assertReadableFile } from '../input-file';
+import { CliInputError } from '../cli.errors';
 
 /** The readable block `--explain` prints for one answer: verdict and rule, extracted box, normal forms, compared forms. */
 export function explainLine(r: GradeLineResult): string {
@@ -38,7 +39,7 @@ export function register(program: Command): void {
     .option('--explain', 'print, per answer, the extracted box, the normal forms compared and the rule (readable text instead of JSON)')
     .action(async (file: string | undefined, opts: { symbolic?: boolean; timeoutMs: string; explain?: boolean }) => {
       const timeoutMs = Number(opts.timeoutMs);
-      if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new Error(`--timeout-ms must be a positive number of milliseconds, got "${opts.timeoutMs}"`);
+      if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new CliInputError(`--timeout-ms must be a positive number of milliseconds, got "${opts.timeoutMs}"`);
       if (file !== undefined) assertReadableFile(file);
       warmUp();
       let pool: SandboxPool | null = null;

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { EventStore } from '@rstar/event-store';
 import { ReadModels } from '@rstar/read-models';
 import { openArchive, type ArchiveSourceOptions } from '../archive.source';
+import { CliInputError } from '../cli.errors';
 
 /**
  * `rstar projections rebuild|status`: the read models (runs, steps, groups, rollouts, tool calls) of an
@@ -23,7 +24,7 @@ export function register(program: Command): void {
     .option('--batch <n>', 'events per transaction', '1000')
     .action(async (o: ArchiveSourceOptions & { batch: string }) => {
       const batch = Number(o.batch);
-      if (!Number.isInteger(batch) || batch < 1) throw new Error(`--batch must be a positive integer, got "${o.batch}"`);
+      if (!Number.isInteger(batch) || batch < 1) throw new CliInputError(`--batch must be a positive integer, got "${o.batch}"`);
       await withReadModels(o, async (rm) => {
         const t0 = performance.now();
         const n = await rm.projector({ batchSize: batch }).rebuild();
@@ -48,7 +49,7 @@ export function register(program: Command): void {
 
 /** Open the archive (its migrations first: the projector reads its events table) and its read models. */
 async function withReadModels(o: ArchiveSourceOptions, fn: (rm: ReadModels) => Promise<void>): Promise<void> {
-  if (!o.database && !o.dataDir && !process.env.RSTAR_DATABASE_URL) throw new Error('pass --database URL (or set RSTAR_DATABASE_URL) or --data-dir DIR');
+  if (!o.database && !o.dataDir && !process.env.RSTAR_DATABASE_URL) throw new CliInputError('pass --database URL (or set RSTAR_DATABASE_URL) or --data-dir DIR');
   const archive = await openArchive(o);
   try {
     const store = await EventStore.connect({ connectionString: archive.url, schema: archive.schema, maxConnections: 1 });

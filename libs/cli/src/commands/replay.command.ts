@@ -12,6 +12,7 @@ import { REPO_ROOT, SandboxPool } from '@rstar/sandbox';
 import { builtinRetrainer, rerunStepStandalone, workerCheckpointChecker } from '@rstar/training';
 import { checkArchiveIntegrity, formatIntegrity, type IntegrityReport } from '../archive.integrity';
 import { openArchive } from '../archive.source';
+import { CliInputError, RunEventsNotFoundError } from '../cli.errors';
 
 interface SourceOptions {
   database?: string;
@@ -23,7 +24,7 @@ interface SourceOptions {
 function intFlag(v: string | undefined, flag: string): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${flag} must be a non-negative integer, got "${v}"`);
+  if (!Number.isInteger(n) || n < 0) throw new CliInputError(`${flag} must be a non-negative integer, got "${v}"`);
   return n;
 }
 
@@ -38,7 +39,7 @@ async function loadRun(runId: string, o: SourceOptions, onStore?: (store: EventS
     const events = all.filter((e) => e.runId === runId);
     if (events.length === 0) {
       const runs = [...new Set(all.map((e) => e.runId))];
-      throw new Error(`no events of run "${runId}" in ${o.history}; ${runs.length ? `runs in this history: ${runs.slice(0, 10).join(', ')}${runs.length > 10 ? `, ... (${runs.length})` : ''}` : 'the file holds no events'}`);
+      throw new CliInputError(`no events of run "${runId}" in ${o.history}; ${runs.length ? `runs in this history: ${runs.slice(0, 10).join(', ')}${runs.length > 10 ? `, ... (${runs.length})` : ''}` : 'the file holds no events'}`);
     }
     return events;
   }
@@ -52,7 +53,7 @@ async function loadRun(runId: string, o: SourceOptions, onStore?: (store: EventS
     try {
       // A snapshot read: paging with the log's in-flight horizon would stop early while any transaction is open.
       const out: RstarEvent[] = await store.readRunSnapshot(runId);
-      if (out.length === 0) throw new Error(`no events of run "${runId}" in ${archive.where}; check the run id (rstar train prints it) and --data-dir/--database/--schema`);
+      if (out.length === 0) throw new RunEventsNotFoundError(`no events of run "${runId}" in ${archive.where}; check the run id (rstar train prints it) and --data-dir/--database/--schema`);
       await onStore?.(store);
       return out;
     } finally {
@@ -77,7 +78,7 @@ async function showFromReadModels(runId: string, o: SourceOptions & { group?: st
       await rm.projector().catchUp();
       const repo = rm.repository;
       const summary = await repo.runSummary(runId);
-      if (!summary) throw new Error(`no events of run "${runId}" in ${archive.where}; check the run id (rstar train prints it) and --data-dir/--database/--schema`);
+      if (!summary) throw new RunEventsNotFoundError(`no events of run "${runId}" in ${archive.where}; check the run id (rstar train prints it) and --data-dir/--database/--schema`);
       const steps = await repo.stepTable(runId);
       if (!o.group && step === undefined) return { view: { summary, steps }, text: `${formatRunSummary(summary)}\n\n${formatStepTable(steps)}` };
       if (step !== undefined && !steps.some((s) => s.step === step)) throw new NotInRunError('step', step, runId, steps.map((s) => s.step));
@@ -186,7 +187,7 @@ export function register(program: Command): void {
     .action(async (runId: string, o: SourceOptions & { step?: string; exec: boolean; retrain?: boolean; concurrency: string; trustedKeys?: string; json?: boolean }) => {
       const step = intFlag(o.step, '--step');
       const concurrency = Number(o.concurrency);
-      if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`--concurrency must be a positive integer, got "${o.concurrency}"`);
+      if (!Number.isInteger(concurrency) || concurrency < 1) throw new CliInputError(`--concurrency must be a positive integer, got "${o.concurrency}"`);
       // The archive's own integrity first (a history file has no chain to check).
       let integrity: IntegrityReport | null = null;
       const events = await loadRun(runId, o, async (store) => {
@@ -224,7 +225,7 @@ export function register(program: Command): void {
     .requiredOption('--out <file>', 'output file')
     .action(async (runId: string, o: SourceOptions & { out: string }) => {
       const events = await loadRun(runId, o);
-      if (events.length === 0) throw new Error(`no events of run ${runId} in the archive`);
+      if (events.length === 0) throw new RunEventsNotFoundError(`no events of run ${runId} in the archive`);
       writeHistory(o.out, events);
       process.stdout.write(`wrote ${events.length} events of run ${runId} to ${o.out}\n`);
     });
@@ -256,7 +257,7 @@ export function register(program: Command): void {
         return;
       }
       if (!databaseUrl) {
-        throw new Error('rerun on running services needs their archive: pass --database URL (or set RSTAR_DATABASE_URL) with --nats, --standalone to run the step in this process, or --out FILE to write the events');
+        throw new CliInputError('rerun on running services needs their archive: pass --database URL (or set RSTAR_DATABASE_URL) with --nats, --standalone to run the step in this process, or --out FILE to write the events');
       }
       const runtime = await connectRuntime({ natsUrl, databaseUrl, schema: o.schema, stream: o.stream, subjectPrefix: o.subjectPrefix, archive: false, name: 'rstar-replay' });
       try {

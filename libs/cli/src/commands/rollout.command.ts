@@ -5,6 +5,7 @@ import { runRolloutBatch } from '@rstar/rollouts';
 import { SandboxPool } from '@rstar/sandbox';
 import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
+import { CliInputError } from '../cli.errors';
 
 interface RolloutCliOptions {
   dataset: string;
@@ -24,7 +25,7 @@ interface RolloutCliOptions {
 
 function positiveInt(v: string, flag: string): number {
   const n = Number(v);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`${flag} must be a positive integer, got "${v}"`);
+  if (!Number.isInteger(n) || n <= 0) throw new CliInputError(`${flag} must be a positive integer, got "${v}"`);
   return n;
 }
 
@@ -37,7 +38,7 @@ function readDataset(file: string): { id: string; problem: string; answer: strin
   try {
     text = readFileSync(file, 'utf8');
   } catch (e) {
-    throw new Error(`cannot read --dataset ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message} (pass a JSON-lines file of {id, problem, answer})`);
+    throw new CliInputError(`cannot read --dataset ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message} (pass a JSON-lines file of {id, problem, answer})`);
   }
   const rows: { id: string; problem: string; answer: string }[] = [];
   text.split('\n').forEach((l, i) => {
@@ -46,10 +47,10 @@ function readDataset(file: string): { id: string; problem: string; answer: strin
     try {
       row = JSON.parse(l) as typeof row;
     } catch (e) {
-      throw new Error(`${file}:${i + 1}: not valid JSON (${(e as Error).message}); expected {"id", "problem", "answer"}`);
+      throw new CliInputError(`${file}:${i + 1}: not valid JSON (${(e as Error).message}); expected {"id", "problem", "answer"}`);
     }
-    if (typeof row !== 'object' || row === null || Array.isArray(row)) throw new Error(`${file}:${i + 1}: expected a JSON object {"id", "problem", "answer"}`);
-    if (typeof row.problem !== 'string') throw new Error(`${file}:${i + 1}: field "problem" (a string) is missing`);
+    if (typeof row !== 'object' || row === null || Array.isArray(row)) throw new CliInputError(`${file}:${i + 1}: expected a JSON object {"id", "problem", "answer"}`);
+    if (typeof row.problem !== 'string') throw new CliInputError(`${file}:${i + 1}: field "problem" (a string) is missing`);
     const id = typeof row.id === 'string' || typeof row.id === 'number' ? String(row.id) : `row-${rows.length}`;
     rows.push({ id, problem: row.problem, answer: String(row.answer ?? '') });
   });
@@ -85,18 +86,18 @@ export function register(program: Command): void {
     .option('--limit <n>', 'use only the first n dataset rows')
     .action(async (o: RolloutCliOptions) => {
       const n = positiveInt(o.n, '--n');
-      if (!(SCHEDULING_POLICIES as readonly string[]).includes(o.policy)) throw new Error(`--policy must be one of ${SCHEDULING_POLICIES.join(', ')}, got "${o.policy}"`);
-      if (o.tokenizer !== 'builtin' && o.tokenizer !== 'char') throw new Error(`--tokenizer must be builtin or char, got "${o.tokenizer}"`);
+      if (!(SCHEDULING_POLICIES as readonly string[]).includes(o.policy)) throw new CliInputError(`--policy must be one of ${SCHEDULING_POLICIES.join(', ')}, got "${o.policy}"`);
+      if (o.tokenizer !== 'builtin' && o.tokenizer !== 'char') throw new CliInputError(`--tokenizer must be builtin or char, got "${o.tokenizer}"`);
       const temperature = Number(o.temperature);
       const topP = Number(o.topP);
-      if (!(temperature >= 0)) throw new Error(`--temperature must be >= 0, got "${o.temperature}"`);
-      if (!(topP > 0 && topP <= 1)) throw new Error(`--top-p must be in (0, 1], got "${o.topP}"`);
+      if (!(temperature >= 0)) throw new CliInputError(`--temperature must be >= 0, got "${o.temperature}"`);
+      if (!(topP > 0 && topP <= 1)) throw new CliInputError(`--top-p must be in (0, 1], got "${o.topP}"`);
       const base = Number(o.seed);
-      if (!Number.isInteger(base) || base < 0) throw new Error(`--seed must be a non-negative integer, got "${o.seed}"`);
+      if (!Number.isInteger(base) || base < 0) throw new CliInputError(`--seed must be a non-negative integer, got "${o.seed}"`);
       const budget = { maxTokens: positiveInt(o.maxTokens, '--max-tokens'), maxTurns: positiveInt(o.maxTurns, '--max-turns') };
       let rows = readDataset(o.dataset);
       if (o.limit) rows = rows.slice(0, positiveInt(o.limit, '--limit'));
-      if (rows.length === 0) throw new Error(`${o.dataset} has no rows`);
+      if (rows.length === 0) throw new CliInputError(`${o.dataset} has no rows`);
       const tokenizer: Tokenizer = o.tokenizer === 'char' ? new CharTokenizer() : new BuiltinTokenizer();
       const pool = await EnginePool.create(createEngines(o.engine), o.policy as SchedulingPolicy, {
         onEngineState: (id, up, reason) => process.stderr.write(`engine ${id} ${up ? 'back in rotation' : 'out of rotation'}: ${reason}\n`),

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { JetStreamBus, securedBusOptionsFromEnv } from '@rstar/messaging';
 import { generateApiToken, generateSecrets, isPrincipal, PRINCIPALS, renderNscCommands, tokenDigest } from '@rstar/security';
+import { CliInputError } from '../cli.errors';
 
 /**
  * `rstar security init|token|provision-stream|nsc`: the credentials of a secured deployment
@@ -27,7 +28,7 @@ export function register(program: Command): void {
     .option('--tls-ca <file>', 'CA the clients trust (copied to each principal as nats-ca.pem)')
     .option('--tls-verify-clients', 'require client certificates (mutual TLS)')
     .action((o: { out: string; stream: string; subjectPrefix: string; tlsCert?: string; tlsKey?: string; tlsCa?: string; tlsVerifyClients?: boolean }) => {
-      if (!!o.tlsCert !== !!o.tlsKey) throw new Error('--tls-cert and --tls-key go together');
+      if (!!o.tlsCert !== !!o.tlsKey) throw new CliInputError('--tls-cert and --tls-key go together');
       const tls = o.tlsCert ? { certFile: o.tlsCert, keyFile: o.tlsKey!, caFile: o.tlsCa, verifyClients: o.tlsVerifyClients } : undefined;
       const g = generateSecrets({ outDir: o.out, scope: { stream: o.stream, subjectPrefix: o.subjectPrefix }, tls });
       process.stdout.write(
@@ -59,7 +60,7 @@ export function register(program: Command): void {
     .option('--subject-prefix <prefix>', 'subject prefix (default env RSTAR_SUBJECT_PREFIX or rstar)')
     .option('--as <principal>', 'whose credentials (RSTAR_SECRETS_DIR or RSTAR_NATS_*)', 'control-plane')
     .action(async (o: { nats?: string; stream?: string; subjectPrefix?: string; as: string }) => {
-      if (!isPrincipal(o.as)) throw new Error(`--as must be one of ${PRINCIPALS.join(', ')}, got "${o.as}"`);
+      if (!isPrincipal(o.as)) throw new CliInputError(`--as must be one of ${PRINCIPALS.join(', ')}, got "${o.as}"`);
       const servers = (o.nats ?? process.env.RSTAR_NATS_URL ?? 'nats://127.0.0.1:4222').split(',').map((s) => s.trim()).filter(Boolean);
       const bus = await JetStreamBus.connect({
         servers,

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { startBuiltinEngine } from '@rstar/engines';
 import { securityFromEnv } from '@rstar/security';
+import { CliInputError } from '../cli.errors';
 
 /**
  * `rstar serve engine --port P [--checkpoint DIR] [--kv-capacity TOKENS]`: the built-in policy behind
@@ -21,10 +22,10 @@ export function register(program: Command): void {
     .action(async (o: { port: string; host: string; checkpoint?: string; kvCapacity: string; seed: string }) => {
       const port = Number(o.port);
       const kv = Number(o.kvCapacity);
-      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be an integer in [0, 65535], got "${o.port}"`);
-      if (!Number.isInteger(kv) || kv <= 0) throw new Error(`--kv-capacity must be a positive integer number of tokens, got "${o.kvCapacity}"`);
+      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliInputError(`--port must be an integer in [0, 65535], got "${o.port}"`);
+      if (!Number.isInteger(kv) || kv <= 0) throw new CliInputError(`--kv-capacity must be a positive integer number of tokens, got "${o.kvCapacity}"`);
       const seed = Number(o.seed);
-      if (!Number.isInteger(seed) || seed < 0) throw new Error(`--seed must be a non-negative integer, got "${o.seed}"`);
+      if (!Number.isInteger(seed) || seed < 0) throw new CliInputError(`--seed must be a non-negative integer, got "${o.seed}"`);
       const { apiTokens } = securityFromEnv(process.env, 'engine');
       if (apiTokens.size === 0) process.stderr.write('rstar serve engine: WARNING: no API tokens (RSTAR_API_TOKENS_FILE): every route, weight reloads included, is open to anyone who reaches the port\n');
       const eng = await startBuiltinEngine({ port, host: o.host, checkpointDir: o.checkpoint, kvCapacityTokens: kv, seed, apiTokens });

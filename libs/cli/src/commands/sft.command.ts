@@ -1,11 +1,12 @@
 import type { Command } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
 import { runSft, SFT_PRESETS, type SftPreset, type SftProgress } from '@rstar/policy';
+import { CliInputError } from '../cli.errors';
 
 const int = (v: string | undefined, flag: string): number | undefined => {
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${flag} must be a non-negative integer, got "${v}"`);
+  if (!Number.isInteger(n) || n < 0) throw new CliInputError(`${flag} must be a non-negative integer, got "${v}"`);
   return n;
 };
 
@@ -25,8 +26,8 @@ export function register(program: Command): void {
     .option('--seed <n>', 'seed of data, init and sampling', '1')
     .option('--out <dir>', 'checkpoint directory (default: checkpoints/sft-<preset>)')
     .action(async (o: { preset: string; steps?: string; batchSize?: string; seed: string; out?: string }) => {
-      if (o.batchSize !== undefined && !(Number.isInteger(Number(o.batchSize)) && Number(o.batchSize) > 0)) throw new Error(`--batch-size must be a positive integer, got "${o.batchSize}"`);
-      if (!(o.preset in SFT_PRESETS)) throw new Error(`--preset must be one of ${Object.keys(SFT_PRESETS).join(', ')}, got "${o.preset}"`);
+      if (o.batchSize !== undefined && !(Number.isInteger(Number(o.batchSize)) && Number(o.batchSize) > 0)) throw new CliInputError(`--batch-size must be a positive integer, got "${o.batchSize}"`);
+      if (!(o.preset in SFT_PRESETS)) throw new CliInputError(`--preset must be one of ${Object.keys(SFT_PRESETS).join(', ')}, got "${o.preset}"`);
       const tty = process.stderr.isTTY === true;
       const bar = tty ? new SingleBar({ format: 'sft |{bar}| {value}/{total} steps | loss {loss} | {phase}', hideCursor: true }, Presets.shades_classic) : null;
       let started = false;

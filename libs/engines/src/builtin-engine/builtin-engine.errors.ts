@@ -1,13 +1,13 @@
+import { RstarError } from '@rstar/contracts';
 /** Base class of built-in engine errors; `code` is machine-readable, `status` the HTTP status it maps to. */
-export class BuiltinEngineError extends Error {
+export class BuiltinEngineError extends RstarError {
   constructor(
-    readonly code: string,
+    code: string,
     message: string,
     readonly status: number,
-    readonly field: string | null = null,
+    field: string | null = null,
   ) {
-    super(message);
-    this.name = new.target.name;
+    super(code, message, field);
   }
 }
 

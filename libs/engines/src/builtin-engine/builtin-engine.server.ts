@@ -48,13 +48,14 @@ async function readJson(req: IncomingMessage): Promise<Json> {
   for await (const c of req) chunks.push(c as Buffer);
   const raw = Buffer.concat(chunks).toString('utf8');
   if (raw.trim() === '') return {};
+  let v: unknown;
   try {
-    const v = JSON.parse(raw);
-    if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error('not an object');
-    return v as Json;
+    v = JSON.parse(raw);
   } catch (e) {
     throw new EngineRequestError(`body is not a JSON object (${(e as Error).message})`, 'body');
   }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new EngineRequestError('body is not a JSON object (not an object)', 'body');
+  return v as Json;
 }
 
 function send(res: ServerResponse, status: number, body: unknown, type = 'application/json'): void {

@@ -18,7 +18,7 @@ export interface EngineLoad {
 
 /**
  * Choose the engine for a new rollout needing `demand` tokens (pure).
- * - `kv-budget` (PROTOCOL §7, rStar2 §3): the live engine with the most free KV capacity among those that
+ * - `kv-budget` (docs/design/protocol.md §7, rStar2 §3): the live engine with the most free KV capacity among those that
  *   can hold `demand`; null = wait (none fits). Ties: fewer outstanding requests, then list order.
  * - `least-requests`: the live engine with the fewest outstanding requests (then fewest leases, list order); ignores capacity.
  * - `round-robin`: the next live engine after `cursor`; ignores load and capacity.

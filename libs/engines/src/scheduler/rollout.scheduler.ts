@@ -21,7 +21,7 @@ export interface SchedulerStats {
 }
 
 /**
- * The rollout scheduler's state (PROTOCOL §7), synchronous and free of I/O and time: callers pass in
+ * The rollout scheduler's state (docs/design/protocol.md §7), synchronous and free of I/O and time: callers pass in
  * every event (acquire, release, request start/end, engine up/down) and get grants back. Waiting
  * rollouts form a FIFO queue served first-fit when capacity frees (a large rollout at the head does not
  * block smaller ones behind it). Evicted rollouts (their engine went down) re-enter at the head.

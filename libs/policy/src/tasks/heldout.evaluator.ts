@@ -32,7 +32,7 @@ export function lastBoxed(text: string): string | null {
 
 /**
  * Greedy two-turn evaluation (the miniature agent loop): generate to end of turn, execute the FIRST tool call
- * through `execute`, append the tool turn (PROTOCOL §1, §3), generate again, and grade the boxed integer by
+ * through `execute`, append the tool turn (docs/design/protocol.md §1, §3), generate again, and grade the boxed integer by
  * exact match with the gold answer. Runs in batches of `batchSize` prompts.
  */
 export async function evaluateHeldOut(

@@ -12,7 +12,7 @@ export interface SftTrace {
   promptLength: number;
 }
 
-/** The prompt of a task as the tiny policy sees it (compact template, PROTOCOL §1). */
+/** The prompt of a task as the tiny policy sees it (compact template, docs/design/protocol.md §1). */
 export function taskPrompt(task: Pick<Task, 'problem'>): string {
   return renderPrompt(task.problem, { compact: true });
 }
@@ -22,7 +22,7 @@ export function toolCallTurn(code: string): string {
   return `Let me compute this with Python.</reason>\n${renderToolCall(code)}${IM_END}`;
 }
 
-/** The turn after a failed call: a short reason, then the corrected call (PROTOCOL §1: turns reopen with `<reason>`). */
+/** The turn after a failed call: a short reason, then the corrected call (docs/design/protocol.md §1: turns reopen with `<reason>`). */
 export function recoveryTurn(code: string): string {
   return `The code failed. Let me fix it.</reason>\n${renderToolCall(code)}${IM_END}`;
 }
@@ -40,7 +40,7 @@ export function answerTurn(answer: string): string {
 
 /**
  * Build the rStar2-format SFT trace of a task (the "non-reasoning SFT" stage at miniature scale): prompt,
- * reason + one `<tool_call>`, the tool response of the REAL execution `result` (PROTOCOL §3 text), then the
+ * reason + one `<tool_call>`, the tool response of the REAL execution `result` (docs/design/protocol.md §3 text), then the
  * answer. With `failed`, the first call is the buggy program, its real error output is the first
  * tool response, and a {@link recoveryTurn} with the reference program follows: a trace that errs and
  * recovers, the kind of correct-but-noisy trajectory GRPO-RoC down-samples (rStar2-Agent §3).
@@ -74,7 +74,7 @@ export function buildSftTrace(task: Task, result: ExecResult, tokenizer: Tokeniz
 /**
  * Build the SFT trace of a task whose ONE tool call prints the correct result and then fails
  * (kind `trailing-check`): prompt, reason + the noisy call, its REAL tool response (stdout with the answer,
- * then the traceback), then the answer copied from stdout. Erroneous (status not `ok`, PROTOCOL §3) yet
+ * then the traceback), then the answer copied from stdout. Erroneous (status not `ok`, docs/design/protocol.md §3) yet
  * correct: the trajectory GRPO-RoC down-samples among positive rollouts and plain GRPO reinforces as much
  * as a clean one (rStar2-Agent §3), with no recovery turn for a tiny policy to get wrong.
  * @throws PolicyInputError (field `noisy`) when the call did not fail, when its stdout is not the gold

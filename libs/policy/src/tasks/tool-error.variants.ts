@@ -8,7 +8,7 @@ import type { Task } from './task.generator';
  * recovers with a corrected call: a wrong variable (NameError), a forgotten `import math` (NameError), an
  * unclosed parenthesis (SyntaxError). `trailing-check` prints the correct result and THEN fails on a
  * leftover check of an undefined name (`; print(check)`, NameError): status `runtime_error` (erroneous,
- * PROTOCOL §3) with the answer in stdout, so the trace answers from it without a second call - the
+ * docs/design/protocol.md §3) with the answer in stdout, so the trace answers from it without a second call - the
  * noisy-but-correct trajectory GRPO-RoC down-samples (rStar2-Agent §3), without needing a recovery.
  */
 export const TOOL_ERROR_KINDS = ['wrong-variable', 'missing-import', 'unclosed-paren', 'trailing-check'] as const;
@@ -74,7 +74,7 @@ export function planToolErrors(tasks: readonly Pick<Task, 'id' | 'code'>[], rate
 }
 
 /**
- * Phrase tokens for Python error output as the sandbox prints it (PROTOCOL §3: `File "<code>"` header,
+ * Phrase tokens for Python error output as the sandbox prints it (docs/design/protocol.md §3: `File "<code>"` header,
  * offending line, caret line, message). Without them one error response costs ~100-170 tokens and an
  * err-and-recover trace no longer fits a small context; with them ~35 (POLICY-NOTES: short sequences are
  * the cheapest speed-up).

@@ -1,7 +1,7 @@
 """rstar sandbox zygote (run as `python -m rstar_zygote`).
 
 One long-lived interpreter that imports the heavy scientific stack once and then forks one child per
-call (ARCHITECTURE §5, SANDBOX.md: a cold `python3` with numpy+sympy costs ~0.7 s, a fork ~1-5 ms).
+call (docs/design/architecture.md §5, docs/design/sandbox.md: a cold `python3` with numpy+sympy costs ~0.7 s, a fork ~1-5 ms).
 It normally runs inside bubblewrap (no network, read-only system, private tmpfs, empty environment).
 
 Modules, one job each (importing any of them does nothing but define names; `__main__` does the work):

@@ -234,7 +234,7 @@ def source_lines(code):
 
 def run_cell(code, ns, echo):
     """Execute `code` (text) in namespace `ns` as the program's `<code>`; with `echo` (Jupyter semantics,
-    PROTOCOL §3) a final bare expression's repr is printed when it is not None. An uncaught exception is
+    docs/design/protocol.md §3) a final bare expression's repr is printed when it is not None. An uncaught exception is
     printed as at top level. Returns the exit code, or EXIT_BY_SIGINT for an uncaught KeyboardInterrupt."""
     linecache.cache[CODE_NAME] = (len(code), None, source_lines(code), CODE_NAME)
     try:

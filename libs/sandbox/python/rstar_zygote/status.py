@@ -1,4 +1,4 @@
-"""How a program ended, as a status (PROTOCOL §3), and the reaping that tells it."""
+"""How a program ended, as a status (docs/design/protocol.md §3), and the reaping that tells it."""
 import os
 import signal
 

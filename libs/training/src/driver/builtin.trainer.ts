@@ -5,7 +5,7 @@ import type { Trainer, TrainStepMetrics } from './ports';
 
 /**
  * The `builtin` trainer: the {@link Trainer} port over libs/policy's TensorFlow.js `Trainer.grpoStep`
- * (PROTOCOL §6 loss, AdamW). The batch's per-token arrays already follow libs/policy's alignment (entry t
+ * (docs/design/protocol.md §6 loss, AdamW). The batch's per-token arrays already follow libs/policy's alignment (entry t
  * concerns token t predicted from tokens < t). Checkpoints are directories written by `PolicyModel.save`;
  * their uri is the absolute directory path, which the built-in engine loads with `loadWeightsFrom`.
  */

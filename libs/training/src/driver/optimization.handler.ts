@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { ids, makeEvent, streams, type EventData, type RstarEvent, type RunConfig } from '@rstar/contracts';
+import { ids, makeEvent, streams, type EventData, type RstarEvent, type RunConfig, RstarError } from '@rstar/contracts';
 import type { EventBus, Subscription } from '@rstar/messaging';
 import { buildTrainingBatch, type BatchGroup } from '@rstar/grpo';
 import type { PromptSource, RunEventSource, Trainer, TrainStepMetrics, WeightSync } from './ports';
@@ -35,20 +35,16 @@ export interface OptimizationDeps {
 }
 
 /** Another stage failed the run (`RunFailed` on the log, e.g. policy-serving on a weight-sync mismatch). */
-export class RunAbortedError extends Error {
-  readonly code = 'run_aborted';
+export class RunAbortedError extends RstarError {
   constructor(step: number, readonly reason: string) {
-    super(`run failed while step ${step} waited for its groups: ${reason}`);
-    this.name = 'RunAbortedError';
+    super('run_aborted', `run failed while step ${step} waited for its groups: ${reason}`);
   }
 }
 
 /** The run was stopped (`stop()`) while a step was waiting for its groups. */
-export class RunStoppedError extends Error {
-  readonly code = 'run_stopped';
+export class RunStoppedError extends RstarError {
   constructor(step: number) {
-    super(`run stopped while step ${step} waited for its groups`);
-    this.name = 'RunStoppedError';
+    super('run_stopped', `run stopped while step ${step} waited for its groups`);
   }
 }
 
@@ -63,7 +59,7 @@ export interface RunSummary {
 const PRODUCER = 'optimization';
 
 /**
- * The step driver (ARCHITECTURE §5 optimization, PROTOCOL §5-6). Per step: pick prompts (seeded), emit
+ * The step driver (docs/design/architecture.md §5 optimization, docs/design/protocol.md §5-6). Per step: pick prompts (seeded), emit
  * `StepStarted` and 2G `RolloutRequested` per prompt, wait for every group's `GroupResampled` and the
  * `RolloutCompleted` of its rollouts, build the batch, train, checkpoint, emit `StepOptimized` and
  * `PolicyUpdated`, update every engine, emit `StepCompleted` with the metrics. Wraps the run in

@@ -27,7 +27,7 @@ export interface LogprobDrift {
   ratioMax: number;
 }
 
-/** What one optimizer step reports (PROTOCOL §6 metrics). */
+/** What one optimizer step reports (docs/design/protocol.md §6 metrics). */
 export interface TrainStepMetrics {
   /** Token-mean clipped loss. */
   loss: number;
@@ -63,7 +63,7 @@ export interface TrainStepContext {
 export interface Trainer {
   /** Policy version of the current weights; `trainStep` increments it by one. */
   readonly version: number;
-  /** One optimizer step on the batch (PROTOCOL §6). */
+  /** One optimizer step on the batch (docs/design/protocol.md §6). */
   trainStep(batch: TrainingBatch, ctx?: TrainStepContext): Promise<TrainStepMetrics>;
   /** Write a checkpoint of the current weights under `dir` (or return the one the trainer wrote); its uri and content hash. */
   save(dir: string): Promise<{ uri: string; hash: string }>;

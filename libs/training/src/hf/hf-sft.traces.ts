@@ -17,7 +17,7 @@ export interface HfTraceTokenizer extends Tokenizer {
 
 /**
  * The rStar2-format SFT trace of a task for a Hugging Face policy (the non-reasoning SFT stage of the
- * recipe, PROTOCOL §6): the prompt rendered with the model's chat template, an assistant turn with one
+ * recipe, docs/design/protocol.md §6): the prompt rendered with the model's chat template, an assistant turn with one
  * `<tool_call>`, the REAL tool response of `result` as the template's tool turn, then the answer copied from
  * stdout into `\boxed{}`. Each segment is tokenized on its own, exactly as the agent loop appends them
  * (prompt ids once, tool-turn ids appended), so SFT and rollouts see the same token boundaries.

@@ -15,13 +15,13 @@ export interface WorkerTrainerOptions {
   workerRunId: string;
   /** Shared directory the worker can read: batches go to `<batchDir>/<workerRunId>/step-<n>.safetensors`. */
   batchDir: string;
-  /** `grpo` (PROTOCOL §6 PPO-clip) or `sft` (cross-entropy on the loss-mask tokens). */
+  /** `grpo` (docs/design/protocol.md §6 PPO-clip) or `sft` (cross-entropy on the loss-mask tokens). */
   mode: 'grpo' | 'sft';
   /** Policy version of the worker run's current weights (0 at the start). */
   initialVersion: number;
   /** Model directory the worker run's first version is (default: the worker's `--model`). */
   initFrom?: string | null;
-  /** The step's `loss` object (PROTOCOL §6 constants, TIS, temperature). */
+  /** The step's `loss` object (docs/design/protocol.md §6 constants, TIS, temperature). */
   loss: (step: number) => Record<string, unknown>;
   /** The step's `optimizer` object (AdamW, warm-up, mini/micro-batches). */
   optimizer: (step: number) => Record<string, unknown>;
@@ -88,7 +88,7 @@ export class WorkerTrainer implements Trainer {
   }
 }
 
-/** The `loss` object of a run's RL step (PROTOCOL §6 constants of `trainer`, the stage's sampling temperature). */
+/** The `loss` object of a run's RL step (docs/design/protocol.md §6 constants of `trainer`, the stage's sampling temperature). */
 export function workerLoss(config: RunConfig, step: number): Record<string, unknown> {
   const t = config.trainer;
   const { stage } = stageOf(config, Math.min(step, config.stages.reduce((a, s) => a + s.steps, 0) - 1));

@@ -1,10 +1,9 @@
-import { Controller, Headers, Param, Query, Sse, UseFilters, type MessageEvent } from '@nestjs/common';
+import { Controller, Headers, Param, Query, Sse, type MessageEvent } from '@nestjs/common';
 import { RequireScope } from '@rstar/nest-runtime';
 import { ConfigService } from '@nestjs/config';
 import { Observable } from 'rxjs';
 import { followRun, followRuns, intParam } from '@rstar/run-views';
 import type { ControlPlaneEnv } from '../control-plane.config';
-import { RunViewsErrorFilter } from './run-views.filter';
 import { RunViewsProvider } from './run-views.provider';
 
 /**
@@ -16,7 +15,6 @@ import { RunViewsProvider } from './run-views.provider';
  */
 @Controller('v1/live')
 @RequireScope('read')
-@UseFilters(RunViewsErrorFilter)
 export class LiveController {
   constructor(
     private readonly views: RunViewsProvider,

@@ -1,7 +1,6 @@
-import { Controller, Get, Param, Query, UseFilters } from '@nestjs/common';
+import { Controller, Get, Param, Query } from '@nestjs/common';
 import { RequireScope } from '@rstar/nest-runtime';
 import { intParam, rolloutQuery } from '@rstar/run-views';
-import { RunViewsErrorFilter } from './run-views.filter';
 import { RunViewsProvider } from './run-views.provider';
 
 /**
@@ -11,7 +10,6 @@ import { RunViewsProvider } from './run-views.provider';
  */
 @Controller('v1/views')
 @RequireScope('read')
-@UseFilters(RunViewsErrorFilter)
 export class ViewsController {
   constructor(private readonly views: RunViewsProvider) {}
 
