@@ -155,7 +155,7 @@ suite('Kubernetes manifests', () => {
         };
         const trainerPods = containersOf(objs()).filter((p) => p.container.name === 'trainer');
         expect(trainerPods.length).toBe(overlay.gpu ? 2 : 1);
-        const engine = containersOf(objs()).find((p) => p.workload === 'StatefulSet/engine')!;
+        const engine = containersOf(objs()).find((p) => p.workload === 'StatefulSet/engine' && !p.init)!;
         for (const p of [...trainerPods, engine]) {
           expect(claimOf(p.pod, p.container, '/checkpoints'), `${p.workload} /checkpoints`).toBe('rstar-checkpoints');
           expect(claimOf(p.pod, p.container, '/models'), `${p.workload} /models`).toBe('rstar-checkpoints');

@@ -133,7 +133,7 @@ export function ruleProblems(objects: readonly K8sObject[], gpu: (typeof GPU_RES
     if (!c.image || !pinnedImage(c.image)) problems.push(`${at}: image ${c.image} is not pinned to a version`);
     const g = gpuOf(c);
     const names = Object.keys(g);
-    const gpuWorkload = workload === 'StatefulSet/engine' || c.name === 'trainer';
+    const gpuWorkload = !init && (workload === 'StatefulSet/engine' || c.name === 'trainer');
     if (names.length && !gpuWorkload) problems.push(`${at}: asks for ${names.join(', ')} but only the engines and the trainer may`);
     for (const n of names) if (n !== gpu) problems.push(`${at}: asks for ${n}; this overlay's GPUs are ${gpu ?? 'none'}`);
     if (gpu && gpuWorkload && !c.resources?.limits?.[gpu]) problems.push(`${at}: no ${gpu} in limits`);
