@@ -7,8 +7,9 @@
 #             local   the services + trainer:<v>-cuda (its torch also runs on CPU: overlays/local)
 #             all     both trainers
 # The version is the root package.json's; RSTAR_IMAGE_VERSION overrides it. With RSTAR_PUSH=1 every image
-# is pushed and its digest resolved; RSTAR_DIGESTS_OUT=FILE then gets one `kustomize edit set image
-# rstar/<name>=<registry>/<name>@sha256:...` line per image, to pin an overlay to exactly what was pushed.
+# is pushed and its digest resolved; RSTAR_DIGESTS_OUT=FILE then gets a kustomize `images:` list (one
+# `{ name: rstar/<name>, newName: <registry>/<name>, digest: sha256:... }` per image) to append to a
+# kustomization, pinning the deployment to exactly what was pushed (docs/deploy.md, step 2).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"; cd "$root"
 registry="${1:-rstar}"
@@ -39,14 +40,14 @@ for accel in "${trainers[@]}"; do
   built+=("$tag")
 done
 if [ "${RSTAR_PUSH:-0}" = 1 ]; then
-  [ -z "${RSTAR_DIGESTS_OUT:-}" ] || : > "$RSTAR_DIGESTS_OUT"
+  [ -z "${RSTAR_DIGESTS_OUT:-}" ] || echo "images:" > "$RSTAR_DIGESTS_OUT"
   for t in "${built[@]}"; do
     docker push "$t"
     # The digest the registry stored: what the overlay should run, whatever the tag points to later.
     digest="$(docker inspect --format '{{range .RepoDigests}}{{println .}}{{end}}' "$t" | grep -m1 "^${t%:*}@")"
     name="${t#"$registry"/}"; name="${name%%:*}"
     echo "build-images: $t -> $digest"
-    [ -z "${RSTAR_DIGESTS_OUT:-}" ] || echo "kustomize edit set image rstar/$name=$digest" >> "$RSTAR_DIGESTS_OUT"
+    [ -z "${RSTAR_DIGESTS_OUT:-}" ] || echo "  - { name: rstar/$name, newName: ${digest%@*}, digest: ${digest#*@} }" >> "$RSTAR_DIGESTS_OUT"
   done
 fi
 printf 'build-images: %s\n' "${built[@]}"
