@@ -174,6 +174,18 @@ suite('Kubernetes manifests', () => {
         expect(find(objs(), 'ConfigMap', 'rstar-env').data!.RSTAR_CHECKPOINT_DIR).toBe('/checkpoints/runs');
       });
 
+      it('trainer-worker: the Service the presets name selects exactly the pods whose trainer (rank 0) listens on 0.0.0.0:31000', () => {
+        const svc = find(objs(), 'Service', 'trainer-worker');
+        expect(svc.spec.ports[0]).toMatchObject({ port: 31000, targetPort: 31000 });
+        const templates = objs().flatMap((o) => podTemplatesOf(o).map((t) => ({ o, role: t.role, pod: t.pod, labels: (o.kind === 'LeaderWorkerSet' ? o.spec.leaderWorkerTemplate[`${t.role}Template`] : o.spec.template)?.metadata?.labels ?? {} })));
+        const selected = templates.filter((t) => matches(svc.spec.selector, t.labels));
+        expect(selected.map((t) => `${t.o.kind}/${t.o.metadata.name}`)).toEqual([overlay.gpu ? 'LeaderWorkerSet/trainer' : 'Deployment/optimization']);
+        const trainer = selected[0].pod.containers.find((c: { name: string }) => c.name === 'trainer');
+        const host = trainer.args[trainer.args.indexOf('--host') + 1];
+        expect(host, 'the trainer listens where the Service and Prometheus reach it').toBe('0.0.0.0');
+        expect(trainer.args[trainer.args.indexOf('--port') + 1]).toBe('31000');
+      });
+
       it('Postgres: a Secret per database service, no service migrates, the migration Job runs as the owner (the superuser on a laptop)', () => {
         for (const name of DB_SERVICES) {
           const c = container(find(objs(), 'Deployment', name), name);
@@ -334,6 +346,10 @@ suite('Kubernetes manifests', () => {
       }
       // Every other rstar workload has egress rules too (default deny covers the rest).
       for (const name of ['control-plane', 'policy-serving', 'optimization', 'trainer', 'nats']) expect(egressOf({ 'app.kubernetes.io/name': name }).length, `${name} egress`).toBeGreaterThan(0);
+      // The step driver reaches the trainer's control API; the model Job reaches the Hub.
+      const ingressTo = (labels: Record<string, string>) => policies.filter((p) => p.spec.policyTypes.includes('Ingress') && selects(p, labels)).flatMap((p) => p.spec.ingress ?? []);
+      expect(ingressTo({ 'app.kubernetes.io/name': 'trainer', 'rstar.io/trainer-rank0': 'true' }).some((r: any) => r.from?.some((f: any) => f.podSelector?.matchLabels?.['app.kubernetes.io/name'] === 'optimization') && r.ports?.some((p: any) => p.port === 31000))).toBe(true);
+      expect(egressOf({ 'app.kubernetes.io/name': 'rstar-model-download' }).some((r: any) => r.ports?.some((p: any) => p.port === 443))).toBe(true);
       const engine = container(find(objs, 'StatefulSet', 'engine'), 'engine');
       expect(engine.args.slice(-2)).toEqual(['--api-key', '$(RSTAR_ENGINE_API_KEY)']);
       expect(envOf(engine, 'RSTAR_ENGINE_API_KEY').valueFrom.secretKeyRef).toEqual({ name: 'rstar-engine-api-key', key: 'api-key' });
@@ -369,7 +385,7 @@ suite('Kubernetes manifests', () => {
       [{ apiVersion: 'keda.sh/v1alpha1', kind: 'ScaledObject', metadata: { name: 'x' }, spec: { scaleTargetRef: { name: 'a' }, triggers: [], pollingIntervall: 10 } }, /unknown field "pollingIntervall"/],
       [{ apiVersion: 'postgresql.cnpg.io/v1', kind: 'Cluster', metadata: { name: 'x' }, spec: { instances: 3, storage: { sise: '1Gi' } } }, /\/spec\/storage: unknown field "sise"/],
       [{ apiVersion: 'leaderworkerset.x-k8s.io/v1', kind: 'LeaderWorkerSet', metadata: { name: 'x' }, spec: { leaderWorkerTemplate: { workerTemplate: { spec: { containers: [{ name: 'a', imagee: 'a:1' }] } } } } }, /containers\/0: unknown field "imagee"/],
-      [{ apiVersion: 'monitoring.coreos.com/v1', kind: 'PodMonitor', metadata: { name: 'x', labelz: {} }, spec: {} }, /\/metadata: unknown field "labelz"/],
+      [{ apiVersion: 'monitoring.coreos.com/v1', kind: 'PodMonitor', metadata: { name: 'x', labelz: {} } as K8sObject['metadata'], spec: {} }, /\/metadata: unknown field "labelz"/],
       [{ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'x' } }, /no schema for example.com\/v1 Widget/],
     ];
     for (const [o, want] of cases) for (const v of validators) expect(v.problems(o).join('\n'), `${o.kind} on ${v.version}`).toMatch(want);
