@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { parse } from 'yaml';
@@ -52,6 +52,18 @@ function composed(base: string, components: string[]): { dir: string; objs: K8sO
   return { dir, objs: render(KUSTOMIZE!, dir) };
 }
 
+/**
+ * The overlay with the security component added to its own `components:` (as docs/security.md tells an
+ * operator to): a copy beside it, so that its relative paths still resolve.
+ */
+function securedInPlace(overlay: string): { dir: string; objs: K8sObject[] } {
+  const dir = mkdtempSync(join(REPO_ROOT, 'infra/k8s/overlays', `.secured-${overlay}-`));
+  cpSync(join(REPO_ROOT, 'infra/k8s/overlays', overlay), dir, { recursive: true });
+  const file = join(dir, 'kustomization.yaml');
+  writeFileSync(file, readFileSync(file, 'utf8').replace(/^components:\n((?:  - .*\n)*)/m, (m) => `${m}  - ../../components/security\n`));
+  return { dir, objs: render(KUSTOMIZE!, dir) };
+}
+
 suite('Kubernetes manifests', () => {
   const rendered = new Map<string, K8sObject[]>();
   const validators: StrictValidator[] = [];
@@ -64,6 +76,11 @@ suite('Kubernetes manifests', () => {
       const secured = composed(o.name, ['security']);
       temps.push(secured.dir);
       rendered.set(`${o.name}+security`, secured.objs);
+      if (o.gpu) {
+        const inPlace = securedInPlace(o.name);
+        temps.push(inPlace.dir);
+        rendered.set(`${o.name}+security-in-place`, inPlace.objs);
+      }
     }
   });
   afterAll(() => {
@@ -318,9 +335,10 @@ suite('Kubernetes manifests', () => {
     });
   }
 
-  for (const overlay of OVERLAYS.filter((o) => o.gpu)) {
-    it(`the security component on ${overlay.name}: in namespace rstar, default deny both ways, DNS-less sandbox pods in user namespaces, SGLang's --api-key from a Secret, tokens required`, () => {
-      const objs = rendered.get(`${overlay.name}+security`)!;
+  for (const [overlay, how] of OVERLAYS.filter((o) => o.gpu).flatMap((o) => [[o, 'security'], [o, 'security-in-place']] as const)) {
+    it(`the security component on ${overlay.name} (${how === 'security' ? 'in a kustomization of its own' : "in the overlay's own components"}): in namespace rstar, default deny both ways, DNS-less sandbox pods in user namespaces, SGLang's --api-key from a Secret, tokens required`, () => {
+      const objs = rendered.get(`${overlay.name}+${how}`)!;
+      expect(strictProblems(objs)).toEqual([]);
       const policies = objs.filter((o) => o.kind === 'NetworkPolicy');
       for (const p of policies) expect(p.metadata.namespace, `NetworkPolicy/${p.metadata.name}`).toBe('rstar');
       const denyAll = policies.find((p) => Object.keys(p.spec.podSelector ?? {}).length === 0 && !p.spec.ingress && !p.spec.egress);
