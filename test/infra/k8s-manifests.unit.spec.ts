@@ -309,6 +309,15 @@ suite('Kubernetes manifests', () => {
           const logins = cluster.spec.managed.roles.filter((r: { login: boolean }) => r.login);
           expect(logins.map((r: { name: string }) => r.name).sort()).toEqual(ARCHIVE_LOGINS.filter((l) => l !== 'owner').map((l) => `rstar_${l}`).sort());
           for (const r of logins) expect(r.passwordSecret.name).toBe(`rstar-db-${r.name.slice('rstar_'.length).replace(/_/g, '-')}`);
+          // The clients verify the server against the cluster's CA (CloudNativePG's Secret <cluster>-ca).
+          for (const [kind, name] of [['Deployment', 'control-plane'], ['Deployment', 'resampling'], ['Deployment', 'optimization'], ['Job', 'rstar-db-setup']] as const) {
+            const o = find(objs(), kind, name);
+            const vol = o.spec.template.spec.volumes.find((v: any) => v.secret?.secretName === 'rstar-pg-ca');
+            expect(vol, `${name} mounts rstar-pg-ca`).toBeDefined();
+            for (const c of [...(o.spec.template.spec.initContainers ?? []), ...o.spec.template.spec.containers].filter((x: any) => envOf(x, 'RSTAR_DATABASE_URL'))) {
+              expect(c.volumeMounts.find((m: any) => m.name === vol.name)?.mountPath, `${name}/${c.name}`).toBe('/var/run/secrets/postgres-ca');
+            }
+          }
           const groups = new Set(cluster.spec.managed.roles.filter((r: { login: boolean }) => !r.login).map((r: { name: string }) => r.name));
           for (const r of logins) for (const g of r.inRoles) expect(groups.has(g), `${r.name} is in ${g}`).toBe(true);
         });

@@ -411,6 +411,10 @@ export class DeployGuideWalker {
   private apply(objs: K8sObject[], defaultNs: string): void {
     const nsOf = (o: K8sObject) => o.metadata.namespace ?? defaultNs;
     const incoming = new Set(objs.map((o) => key(nsOf(o), o.kind, o.metadata.name)));
+    // What operators create from these objects: CloudNativePG a cluster's CA and server certificates.
+    for (const o of objs.filter((x) => x.kind === 'Cluster' && x.apiVersion.startsWith('postgresql.cnpg.io/'))) {
+      for (const s of ['ca', 'server', 'replication']) incoming.add(key(nsOf(o), 'Secret', `${o.metadata.name}-${s}`));
+    }
     const newNamespaces = new Set(objs.filter((o) => o.kind === 'Namespace').map((o) => o.metadata.name));
     const exists = (ns: string, kind: string, name: string) => this.cluster.objects.has(key(ns, kind, name)) || incoming.has(key(ns, kind, name));
     const need = (o: K8sObject, kind: string, name: string | undefined, optional = false) => {
@@ -431,6 +435,7 @@ export class DeployGuideWalker {
       }
       if (o.kind === 'ObjectStore') for (const ref of Object.values(o.spec.configuration?.s3Credentials ?? {}) as { name?: string }[]) need(o, 'Secret', ref?.name);
     }
+    for (const k of incoming) if (!this.cluster.objects.has(k)) this.cluster.objects.set(k, null);
     for (const o of objs) {
       if (o.kind === 'Namespace') this.cluster.namespaces.add(o.metadata.name);
       this.cluster.objects.set(key(nsOf(o), o.kind, o.metadata.name), o);
