@@ -60,7 +60,7 @@ function securedInPlace(overlay: string): { dir: string; objs: K8sObject[] } {
   const dir = mkdtempSync(join(REPO_ROOT, 'infra/k8s/overlays', `.secured-${overlay}-`));
   cpSync(join(REPO_ROOT, 'infra/k8s/overlays', overlay), dir, { recursive: true });
   const file = join(dir, 'kustomization.yaml');
-  writeFileSync(file, readFileSync(file, 'utf8').replace(/^components:\n((?:  - .*\n)*)/m, (m) => `${m}  - ../../components/security\n`));
+  writeFileSync(file, readFileSync(file, 'utf8').replace(/^components:\n((?: {2}- .*\n)*)/m, (m) => `${m}  - ../../components/security\n`));
   return { dir, objs: render(KUSTOMIZE!, dir) };
 }
 
