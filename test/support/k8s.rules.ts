@@ -71,15 +71,32 @@ export interface PlacedContainer {
   kind: string;
   pod: any;
   container: any;
+  /** An init container (runs to completion before the others). */
+  init: boolean;
 }
 
-/** Every container (and init container) of every workload. */
+/** The pod templates of a workload: `spec.template` (Deployment, StatefulSet, Job...), or a LeaderWorkerSet's leader and worker templates. */
+export function podTemplatesOf(o: K8sObject): { role: string; pod: any }[] {
+  if (o.kind === 'Pod') return [{ role: '', pod: o.spec }];
+  if (o.kind === 'LeaderWorkerSet') {
+    const t = o.spec?.leaderWorkerTemplate ?? {};
+    return [
+      ...(t.leaderTemplate ? [{ role: 'leader', pod: t.leaderTemplate.spec }] : []),
+      ...(t.workerTemplate ? [{ role: 'worker', pod: t.workerTemplate.spec }] : []),
+    ];
+  }
+  return o.spec?.template?.spec ? [{ role: '', pod: o.spec.template.spec }] : [];
+}
+
+/** Every container (and init container) of every workload; `init` marks init containers. */
 export function containersOf(objects: readonly K8sObject[]): PlacedContainer[] {
   const out: PlacedContainer[] = [];
   for (const o of objects) {
-    const pod = o.spec?.template?.spec ?? (o.kind === 'Pod' ? o.spec : null);
-    if (!pod) continue;
-    for (const c of [...(pod.initContainers ?? []), ...(pod.containers ?? [])]) out.push({ workload: `${o.kind}/${o.metadata.name}`, kind: o.kind, pod, container: c });
+    for (const { role, pod } of podTemplatesOf(o)) {
+      const workload = `${o.kind}/${o.metadata.name}${role ? `/${role}` : ''}`;
+      for (const c of pod.initContainers ?? []) out.push({ workload, kind: o.kind, pod, container: c, init: true });
+      for (const c of pod.containers ?? []) out.push({ workload, kind: o.kind, pod, container: c, init: false });
+    }
   }
   return out;
 }
@@ -100,21 +117,23 @@ export function gpuOf(c: any): Record<string, string> {
 
 /**
  * Problems with a rendered overlay against rstar's rules: resources (cpu and memory, requests and limits)
- * and readiness + liveness probes on every container; every image pinned; GPUs only on the engines and the
- * trainer, of the overlay's kind (`gpu`: the one resource allowed, or null for none) and in limits; no
- * Secret objects and no credentials in plain values.
+ * on every container, readiness + liveness probes on every long-running one (not on init containers nor on
+ * a Job's, which run to completion); every image pinned; GPUs only on the engines and the trainer, of the
+ * overlay's kind (`gpu`: the one resource allowed, or null for none) and in limits; no Secret objects and
+ * no credentials in plain values.
  */
 export function ruleProblems(objects: readonly K8sObject[], gpu: (typeof GPU_RESOURCES)[number] | null): string[] {
   const problems: string[] = [];
-  for (const { workload, container: c } of containersOf(objects)) {
+  for (const { workload, kind, init, container: c } of containersOf(objects)) {
     const at = `${workload} container ${c.name}`;
     for (const part of ['requests', 'limits']) for (const r of ['cpu', 'memory']) if (!c.resources?.[part]?.[r]) problems.push(`${at}: no ${part}.${r}`);
-    if (!c.readinessProbe) problems.push(`${at}: no readinessProbe`);
-    if (!c.livenessProbe) problems.push(`${at}: no livenessProbe`);
+    const runsToCompletion = init || kind === 'Job' || kind === 'CronJob';
+    if (!runsToCompletion && !c.readinessProbe) problems.push(`${at}: no readinessProbe`);
+    if (!runsToCompletion && !c.livenessProbe) problems.push(`${at}: no livenessProbe`);
     if (!c.image || !pinnedImage(c.image)) problems.push(`${at}: image ${c.image} is not pinned to a version`);
     const g = gpuOf(c);
     const names = Object.keys(g);
-    const gpuWorkload = workload === 'StatefulSet/engine' || c.name === 'trainer';
+    const gpuWorkload = !init && (workload === 'StatefulSet/engine' || c.name === 'trainer');
     if (names.length && !gpuWorkload) problems.push(`${at}: asks for ${names.join(', ')} but only the engines and the trainer may`);
     for (const n of names) if (n !== gpu) problems.push(`${at}: asks for ${n}; this overlay's GPUs are ${gpu ?? 'none'}`);
     if (gpu && gpuWorkload && !c.resources?.limits?.[gpu]) problems.push(`${at}: no ${gpu} in limits`);
