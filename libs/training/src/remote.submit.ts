@@ -1,7 +1,7 @@
 import { ids, makeEvent, streams, type RunConfig } from '@rstar/contracts';
 import { JetStreamBus, securedBusOptionsFromEnv, type EventBus } from '@rstar/messaging';
-import { pipelineDurables, waitForConsumers } from './pipeline.consumers';
-import { STEP_LINE_LEGEND, stepSummaryLine } from './step-summary.line';
+import { pipelineDurables, waitForConsumers } from '@rstar/step-driver';
+import { STEP_LINE_LEGEND, stepSummaryLine } from '@rstar/training-report';
 
 /** A remote run that ended with `RunFailed`. */
 export class RemoteRunFailedError extends Error {

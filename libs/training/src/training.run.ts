@@ -1,33 +1,22 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { existsSync } from 'node:fs';
-import { ids, makeEvent, parseRunConfig, responseBudgets, streams, type EventData, type RunConfig } from '@rstar/contracts';
+import { ids, makeEvent, parseRunConfig, responseBudgets, streams, type RunConfig } from '@rstar/contracts';
 import { connectRuntime, type Runtime } from '@rstar/runtime';
-import { OptimizationHandler, resumePoint, totalSteps } from './driver';
-import type { Prompt } from './driver';
 import { PolicyModel, runSft, type SftProgress } from '@rstar/policy';
 import { createEngines, startBuiltinEngine, type BuiltinEngine } from '@rstar/engines';
 import { SandboxPool } from '@rstar/sandbox';
-import { readRunEvents, runEventSource } from './event-store.sources';
+import {
+  ListPromptSource, OptimizationHandler, promptsFittingContext, readRunEvents, REPO_ROOT, resolveDataPath, resumePoint, runEventSource, runPrompts, RunRefusedError,
+  sftOptionsOf, StagedBuiltinTrainer, totalSteps, type Prompt,
+} from '@rstar/step-driver';
 import { evaluatePassAt1, poolToolExecutor, type PassAt1Options, type PassAt1Report } from './pass-at-1.evaluator';
-import { ListPromptSource, promptsFittingContext, runPrompts } from './prompt.sources';
-import { REPO_ROOT, resolveDataPath } from './run-config.loader';
 import { startRolloutServices } from './rollout-services.starter';
-import { StagedBuiltinTrainer } from './staged.trainer';
 import { restoreSft, sftCacheKey, sftCodeVersion, storeSft } from './sft.cache';
 import { pruneCheckpoints } from './checkpoint.pruner';
 import { TrackerFeed, trackersOf } from '@rstar/trackers';
+import type { RunResult, StepRecord, TrainProgress } from '@rstar/training-report';
 
-export { RunRefusedError } from './run.errors';
-import { RunRefusedError } from './run.errors';
-
-/** Progress of a run, by phase (for progress bars and logs). */
-export type TrainProgress =
-  | { phase: 'sft'; step: number; steps: number; loss: number }
-  | { phase: 'sft-traces'; done: number; total: number }
-  | { phase: 'eval-before' | 'eval-after'; done: number; total: number }
-  | { phase: 'rl'; step: number; steps: number; stage: string; metrics: Record<string, number | null> }
-  | { phase: 'message'; text: string };
 
 /** Options of {@link runTraining}. */
 export interface TrainingOptions {
@@ -58,30 +47,8 @@ export interface TrainingOptions {
   onProgress?: (p: TrainProgress) => void;
 }
 
-/** One RL step's record for the report. */
-export interface StepRecord {
-  step: number;
-  stage: string;
-  metrics: Record<string, number | null>;
-}
-
-/** What a finished run returns. */
-export interface TrainingResult {
-  runId: string;
-  outDir: string;
-  mode: 'standalone' | 'distributed';
-  config: RunConfig;
-  /** The SFT stage; `reused`: its checkpoint came from the SFT cache (`seconds` is then the original training time). */
-  sft: { steps: number; seconds: number; finalLoss: number; checkpoint: string; reused: boolean } | null;
-  passAt1Before: PassAt1Report | null;
-  passAt1After: PassAt1Report | null;
-  /** Every held-out evaluation, as recorded in `EvaluationCompleted` (before RL at afterStep 0, after the last step). */
-  evaluations: Array<EventData<'EvaluationCompleted'>>;
-  steps: StepRecord[];
-  policyVersion: number;
-  /** Seconds per phase and in total. */
-  seconds: { sft: number; evalBefore: number; rl: number; evalAfter: number; total: number };
-}
+/** What a finished run returns (its report is written from it): {@link RunResult} with the evaluator's pass@1 reports. */
+export type TrainingResult = RunResult<PassAt1Report>;
 
 /**
  * A run's training and held-out prompts ({@link runPrompts}), keeping those whose prompt + largest response
@@ -195,11 +162,7 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
       } else {
         say(`SFT: ${config.sft.steps} steps, batch ${config.sft.batchSize}`);
         const r = await runSft(
-          {
-            steps: config.sft.steps, batchSize: config.sft.batchSize, lr: config.sft.lr, warmupSteps: config.sft.warmupSteps, seed: config.seed,
-            model: config.policy.model, trainSize: config.data.trainSize, heldOutSize: Math.min(16, config.data.heldOutSize), toolErrorRate: config.sft.toolErrorRate ?? 0, toolErrorKinds: config.sft.toolErrorKinds, outDir: sftDir,
-            execute: (req) => sandbox.execute({ code: req.code, input: req.input, timeoutMs: config.tool.timeoutMs, memoryMb: config.tool.memoryMb, outputChars: config.tool.outputChars }),
-          },
+          sftOptionsOf(config, { outDir: sftDir, sandbox }),
           (p: SftProgress) => {
             if (p.phase === 'train') opts.onProgress?.({ phase: 'sft', step: p.step, steps: p.steps, loss: p.loss });
             else if (p.phase === 'traces') opts.onProgress?.({ phase: 'sft-traces', done: p.done, total: p.total });
