@@ -3,7 +3,8 @@ import nx from '@nx/eslint-plugin';
 import tseslint from 'typescript-eslint';
 
 // The dependency rules of the house (ARCHITECTURE §2): libs import only libs; services, the CLI and the
-// dashboard (apps/dashboard, type:ui: type-only imports of the view shapes) import libs; nothing imports a service or the CLI; no import cycles (type-only imports included). Projects carry
+// dashboard (apps/dashboard, type:ui: type-only imports of the view shapes) import libs; nothing imports a service or the CLI; no import cycles (type-only imports included).
+// The test helpers (libs/testing, type:test-support) are for spec files, test/ and benchmarks/ (type:bench) only. Projects carry
 // these tags in their project.json; test/architecture/module-boundaries.int.spec.ts runs this rule in CI.
 const boundaries = (extraForTests) => [
   'error',
@@ -15,7 +16,8 @@ const boundaries = (extraForTests) => [
       { sourceTag: 'type:lib', onlyDependOnLibsWithTags: ['type:lib', ...extraForTests] },
       { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:lib', ...extraForTests] },
       { sourceTag: 'type:ui', onlyDependOnLibsWithTags: ['type:lib'] },
-      { sourceTag: 'type:cli', onlyDependOnLibsWithTags: ['type:lib'] },
+      { sourceTag: 'type:cli', onlyDependOnLibsWithTags: ['type:lib', ...extraForTests] },
+      { sourceTag: 'type:bench', onlyDependOnLibsWithTags: ['type:lib', 'type:test-support'] },
       { sourceTag: 'type:test-support', onlyDependOnLibsWithTags: ['type:lib'] },
       { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:lib', 'type:test-support'] },
     ],
