@@ -2,7 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freeLocalPort, isRunning, portOpen, signalGroup, stopGroup } from './process.helpers';
+import { freeLocalPort, isRunning, keepOutput, portOpen, signalGroup, stopGroup } from './process.helpers';
 
 /** A nats-server started by {@link startNatsServer}. */
 export interface NatsServerProcess {
@@ -36,25 +36,22 @@ export async function startNatsServer(o: { config?: string; port?: number; bin?:
     { mode: 0o600 },
   );
   const child: ChildProcess = spawn(o.bin ?? 'nats-server', ['-c', confPath], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  let out = '';
-  const keep = (b: Buffer) => (out = (out + b.toString('utf8')).slice(-262_144));
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
+  const out = keepOutput(child, 262_144);
   const spawnError = new Promise<never>((_, rej) => child.once('error', (e) => rej(new Error(`nats-server could not start: ${e.message}`))));
   const t0 = Date.now();
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`nats-server exited (${child.exitCode}):\n${out}`);
+    if (child.exitCode !== null) throw new Error(`nats-server exited (${child.exitCode}):\n${out()}`);
     if (await Promise.race([portOpen(port), spawnError])) break;
     if (Date.now() - t0 > (o.startTimeoutMs ?? 15_000)) {
       signalGroup(child, 'SIGKILL');
-      throw new Error(`nats-server did not listen on ${port} within ${o.startTimeoutMs ?? 15_000} ms:\n${out}`);
+      throw new Error(`nats-server did not listen on ${port} within ${o.startTimeoutMs ?? 15_000} ms:\n${out()}`);
     }
     await new Promise((r) => setTimeout(r, 50));
   }
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
-    log: () => out,
+    log: out,
     stop: async () => {
       if (isRunning(child)) await stopGroup(child, 5_000);
       rmSync(dir, { recursive: true, force: true });

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { freeLocalPort, stopGroup } from './process.helpers';
+import { freeLocalPort, keepOutput, stopGroup } from './process.helpers';
 import { until } from './until';
 
 /**
@@ -37,9 +37,7 @@ export async function startMlflowServer(): Promise<MlflowServer> {
     ['-m', 'mlflow', 'server', '--host', '127.0.0.1', '--port', String(port), '--workers', '1', '--backend-store-uri', `sqlite:///${join(dir, 'mlflow.db')}`, '--artifacts-destination', join(dir, 'artifacts')],
     { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   );
-  let out = '';
-  child.stdout!.on('data', (b: Buffer) => (out = (out + b.toString()).slice(-8000)));
-  child.stderr!.on('data', (b: Buffer) => (out = (out + b.toString()).slice(-8000)));
+  const out = keepOutput(child, 8000);
   const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
     await stopGroup(child, 10_000);
@@ -48,7 +46,7 @@ export async function startMlflowServer(): Promise<MlflowServer> {
   try {
     await until(
       async () => {
-        if (child.exitCode !== null) throw new Error(`mlflow server exited (${child.exitCode}): ${out}`);
+        if (child.exitCode !== null) throw new Error(`mlflow server exited (${child.exitCode}): ${out()}`);
         return fetch(`${url}/health`).then((r) => r.ok, () => false);
       },
       `mlflow server on ${url}`,
