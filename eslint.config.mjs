@@ -3,7 +3,8 @@ import nx from '@nx/eslint-plugin';
 import tseslint from 'typescript-eslint';
 
 // The dependency rules of the house (ARCHITECTURE §2): libs import only libs; services, the CLI and the
-// dashboard (apps/dashboard, type:ui: type-only imports of the view shapes) import libs; nothing imports a service or the CLI; no import cycles (type-only imports included). Projects carry
+// dashboard (apps/dashboard, type:ui: type-only imports of the view shapes) import libs; nothing imports a service or the CLI; no import cycles (type-only imports included).
+// The test helpers (libs/testing, type:test-support) are for spec files, test/ and benchmarks/ (type:bench) only. Projects carry
 // these tags in their project.json; test/architecture/module-boundaries.int.spec.ts runs this rule in CI.
 // Scopes (one `scope:*` tag per project, beside its `type:*` tag): what a project may use, lowest layer
 // first. A lib may use its own scope and the ones listed; nothing uses a scope above it (the sandbox never
@@ -20,6 +21,7 @@ export const SCOPE_MAY_USE = {
   'scope:training': LIB_SCOPES,
   'scope:service': [...LIB_SCOPES, 'scope:service'],
   'scope:cli': LIB_SCOPES,
+  'scope:bench': LIB_SCOPES,
   'scope:ui': ['scope:views'],
   'scope:e2e': [...LIB_SCOPES, 'scope:service'],
 };
@@ -34,7 +36,8 @@ const boundaries = (extraForTests) => [
       { sourceTag: 'type:lib', onlyDependOnLibsWithTags: ['type:lib', ...extraForTests] },
       { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:lib', ...extraForTests] },
       { sourceTag: 'type:ui', onlyDependOnLibsWithTags: ['type:lib'] },
-      { sourceTag: 'type:cli', onlyDependOnLibsWithTags: ['type:lib'] },
+      { sourceTag: 'type:cli', onlyDependOnLibsWithTags: ['type:lib', ...extraForTests] },
+      { sourceTag: 'type:bench', onlyDependOnLibsWithTags: ['type:lib', 'type:test-support'] },
       { sourceTag: 'type:test-support', onlyDependOnLibsWithTags: ['type:lib'] },
       { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:lib', 'type:test-support'] },
       ...Object.entries(SCOPE_MAY_USE).map(([sourceTag, may]) => ({ sourceTag, onlyDependOnLibsWithTags: may })),

@@ -23,7 +23,7 @@ execFileSync(bin('tsc-alias'), ['-p', project], { stdio: 'inherit', cwd: root })
 // Assets, only where the compiled libs will look for them.
 const assets = [
   ['libs/sandbox/python', existsSync(join(out, 'libs/sandbox'))],
-  ['configs', existsSync(join(out, 'libs/training'))],
+  ['configs', existsSync(join(out, 'libs/step-driver'))],
 ];
 for (const [rel, needed] of assets) if (needed) cpSync(join(root, rel), join(out, rel), { recursive: true, filter: (p) => !p.includes('__pycache__') && !p.includes('/python/tests') });
 console.log(`build-service: ${name} -> ${out}`);

@@ -25,7 +25,9 @@ COPY libs libs
 COPY services services
 COPY apps apps
 COPY configs configs
+# Workspace members without sources in the image: their manifests, so the frozen lock file matches.
 COPY test/package.json test/package.json
+COPY benchmarks/package.json benchmarks/package.json
 COPY infra/build infra/build
 RUN pnpm install --frozen-lockfile
 ARG SERVICE

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { ESLint } from 'eslint';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -16,7 +16,7 @@ interface Project {
 }
 
 function projects(): Project[] {
-  const dirs = [...['apps', 'libs', 'services'].filter((p) => existsSync(join(ROOT, p))).flatMap((p) => readdirSync(join(ROOT, p)).map((d) => `${p}/${d}`)), 'test'];
+  const dirs = [...['apps', 'libs', 'services'].filter((p) => existsSync(join(ROOT, p))).flatMap((p) => readdirSync(join(ROOT, p)).map((d) => `${p}/${d}`)), 'test', 'benchmarks'];
   return dirs
     .filter((d) => existsSync(join(ROOT, d, 'project.json')))
     .map((d) => {
@@ -53,9 +53,56 @@ const ALLOWED: Record<string, string[]> = {
   'type:cli': ['type:lib'],
   'type:test-support': ['type:lib'],
   'type:e2e': ['type:lib', 'type:test-support'],
+  'type:bench': ['type:lib', 'type:test-support'],
 };
 
-describe('module boundaries: libs never import services or the CLI, no cycles, declared dependencies', () => {
+/** Kinds of project whose every file may use the test helpers; any other project only from its spec files. */
+const TEST_KINDS = ['type:e2e', 'type:bench', 'type:test-support'];
+const isSpec = (f: string) => /\.spec\.tsx?$/.test(f);
+
+/**
+ * Every file a barrel (`src/index.ts`) makes public: itself and, transitively, each relative module it
+ * re-exports (`export * from './x'`, `export { a } from './x'`).
+ */
+function publicFiles(barrel: string): string[] {
+  const seen = new Set<string>();
+  const visit = (file: string) => {
+    if (seen.has(file) || !existsSync(file)) return;
+    seen.add(file);
+    for (const m of readFileSync(file, 'utf8').matchAll(/^export\s+(?:\*|\{[^}]*\}|type\s+\{[^}]*\})\s+from\s+'(\.[^']+)'/gm)) {
+      const base = resolve(dirname(file), m[1]);
+      visit([`${base}.ts`, join(base, 'index.ts')].find((c) => existsSync(c)) ?? `${base}.ts`);
+    }
+  };
+  visit(barrel);
+  return [...seen];
+}
+
+/** Names a module exports by declaration (`export function|class|const|... NAME`). */
+function declaredExports(file: string): string[] {
+  return [...readFileSync(file, 'utf8').matchAll(/^export\s+(?:declare\s+)?(?:async\s+)?(?:function\*?|class|const|let|interface|type|enum|abstract\s+class)\s+([A-Za-z0-9_$]+)/gm)].map((m) => m[1]);
+}
+
+/**
+ * Test helpers a production barrel makes public, as `file: reason`: (a) a module that imports the test
+ * helpers (`@rstar/testing`) or a test runner (vitest); (b) a module named or placed as a test helper
+ * (`*.fixture.ts`, `*.fake.ts`, `*.mock.ts`, `*.testing.ts`, or under a `testing/`, `test/` or `fixtures/`
+ * folder); (c) a copy of a helper of libs/testing: a declaration with the name of one it exports
+ * (`startNatsServer`, `generateSyntheticRun`, `freeLocalPort`, ...).
+ */
+function testHelpersIn(barrel: string, helperNames: ReadonlySet<string>): string[] {
+  const out: string[] = [];
+  for (const f of publicFiles(barrel)) {
+    const rel = relative(ROOT, f);
+    const text = readFileSync(f, 'utf8');
+    if (/(?:from|import)\s*\(?\s*'(?:@rstar\/testing|vitest)'/.test(text)) out.push(`${rel}: imports the test helpers or vitest`);
+    if (/\.(?:fixture|fake|mock|testing)\.ts$/.test(f) || /\/(?:testing|test|fixtures)\//.test(relative(dirname(barrel), f))) out.push(`${rel}: a test helper by its name or folder`);
+    for (const n of declaredExports(f)) if (helperNames.has(n)) out.push(`${rel}: declares ${n}, a helper of libs/testing`);
+  }
+  return out;
+}
+
+describe('module boundaries: libs never import services or the CLI, test helpers stay out of production, no cycles, declared dependencies', () => {
   const all = projects();
   const byPackage = new Map(all.map((p) => [p.packageName, p]));
   const edges = new Map(all.map((p) => [p.name, [...importsOf(p)].map((d) => byPackage.get(d)?.name ?? `unknown:${d}`)]));
@@ -74,11 +121,47 @@ describe('module boundaries: libs never import services or the CLI, no cycles, d
       for (const dep of edges.get(p.name)!) {
         const target = all.find((q) => q.name === dep);
         if (!target) bad.push(`${p.name} imports ${dep}`);
-        // Spec files may use the shared test helpers; the ESLint rule below checks that per file.
-        else if (!ALLOWED[kind!].includes(target.tags[0]) && !(target.tags[0] === 'type:test-support' && kind !== 'type:cli')) bad.push(`${p.name} (${kind}) imports ${dep} (${target.tags[0]})`);
+        // Spec files may use the shared test helpers; the next test (and the ESLint rule below) checks that per file.
+        else if (!ALLOWED[kind!].includes(target.tags[0]) && target.tags[0] !== 'type:test-support') bad.push(`${p.name} (${kind}) imports ${dep} (${target.tags[0]})`);
       }
     }
     expect(bad).toEqual([]);
+  });
+
+  it('the test helpers (@rstar/testing) are imported only by spec files, test/, benchmarks/ and libs/testing itself', () => {
+    const bad: string[] = [];
+    for (const p of all) {
+      if (p.tags.some((t) => TEST_KINDS.includes(t))) continue;
+      for (const f of tsFiles(join(ROOT, p.dir))) {
+        if (!isSpec(f) && /(?:from|import)\s*\(?\s*'@rstar\/testing'/.test(readFileSync(f, 'utf8'))) bad.push(relative(ROOT, f));
+      }
+    }
+    expect(bad, 'production files importing @rstar/testing (move the helper to libs/testing, or the code to a spec, test/ or benchmarks/)').toEqual([]);
+  });
+
+  it("no production project's barrel exports a test helper (and the check itself finds one)", () => {
+    const testing = all.find((p) => p.tags.includes('type:test-support'))!;
+    const helperNames = new Set(publicFiles(join(ROOT, testing.dir, 'src/index.ts')).flatMap(declaredExports));
+    expect(helperNames.has('startNatsServer') && helperNames.has('generateSyntheticRun') && helperNames.has('freeLocalPort')).toBe(true);
+    const bad = all
+      .filter((p) => !p.tags.some((t) => TEST_KINDS.includes(t)) && existsSync(join(ROOT, p.dir, 'src/index.ts')))
+      .flatMap((p) => testHelpersIn(join(ROOT, p.dir, 'src/index.ts'), helperNames));
+    expect(bad).toEqual([]);
+    // The check is live: a barrel re-exporting a copied port helper, a fixture file and a module using vitest is caught three times.
+    const probe = mkdtempSync(join(tmpdir(), 'rstar-barrel-probe-'));
+    try {
+      writeFileSync(join(probe, 'index.ts'), "export * from './ports';\nexport { makeRun } from './run.fixture';\nexport * from './check';\n");
+      writeFileSync(join(probe, 'ports.ts'), 'export async function freeLocalPort(): Promise<number> {\n  return 0;\n}\n');
+      writeFileSync(join(probe, 'run.fixture.ts'), 'export const makeRun = () => [];\n');
+      writeFileSync(join(probe, 'check.ts'), ["import { expect } from 'vitest';", 'export const check = expect;', ''].join('\n'));
+      expect(testHelpersIn(join(probe, 'index.ts'), helperNames).map((v) => v.replace(/^[^:]*\//, ''))).toEqual([
+        'ports.ts: declares freeLocalPort, a helper of libs/testing',
+        'run.fixture.ts: a test helper by its name or folder',
+        'check.ts: imports the test helpers or vitest',
+      ]);
+    } finally {
+      rmSync(probe, { recursive: true, force: true });
+    }
   });
 
   it('has no import cycle between projects (type-only imports included)', () => {
@@ -134,7 +217,7 @@ describe('module boundaries: libs never import services or the CLI, no cycles, d
     const rollouts = ['@rstar', 'rollouts'].join('/');
     const [upward] = await eslint.lintText(`import { PolicyServingHandler } from '${rollouts}';\nexport const r = PolicyServingHandler;\n`, { filePath: join(ROOT, 'libs/grader/src/scope-probe.ts') });
     expect(upward.messages.map((m) => m.message).join('\n')).toMatch(/scope:grading/);
-    const results = await eslint.lintFiles(['apps', 'libs', 'services', 'test']);
+    const results = await eslint.lintFiles(['apps', 'libs', 'services', 'test', 'benchmarks']);
     const violations = results.flatMap((r) => r.messages.filter((m) => m.ruleId === '@nx/enforce-module-boundaries').map((m) => `${relative(ROOT, r.filePath)}:${m.line} ${m.message}`));
     expect(violations).toEqual([]);
   }, 600_000);

@@ -7,10 +7,10 @@ import { ids, parseRunConfig, type EventType, type RstarEvent } from '@rstar/con
 import { EventStore } from '@rstar/event-store';
 import { JetStreamBus } from '@rstar/messaging';
 import { startBuiltinEngine, type BuiltinEngine } from '@rstar/engines';
-import { readRunEvents, submitRemoteRun } from '@rstar/training';
-import {
-  createPrivateDatabase, freePort, pollUntil, ServiceProcess, startPrivateNats, type PrivateDatabase, type PrivateNats,
-} from '../support/service-process';
+import { readRunEvents } from '@rstar/step-driver';
+import { submitRemoteRun } from '@rstar/training';
+import { freeLocalPort, until } from '@rstar/testing';
+import { createPrivateDatabase, ServiceProcess, startPrivateNats, type PrivateDatabase, type PrivateNats } from '../support/service-process';
 
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
 // A small SFT checkpoint, trained once by the test support and cached under .rstar/cache (never committed).
@@ -76,7 +76,7 @@ describe('chaos: SIGKILL one service mid-run and restart it', () => {
     // The archiver first, so nothing published is missing from the archive we assert on.
     const order: Svc[] = ['control-plane', 'tool-execution', 'reward-grading', 'resampling', 'optimization', 'policy-serving'];
     for (const svc of order) {
-      svcs.set(svc, new ServiceProcess({ name: svc, entry: `services/${svc}/src/main.ts`, port: await freePort(), env: { ...common, ...env[svc] } }));
+      svcs.set(svc, new ServiceProcess({ name: svc, entry: `services/${svc}/src/main.ts`, port: await freeLocalPort(), env: { ...common, ...env[svc] } }));
     }
     await svcs.get('control-plane')!.start();
     await Promise.all(order.slice(1).map((s) => svcs.get(s)!.start()));
@@ -113,10 +113,10 @@ describe('chaos: SIGKILL one service mid-run and restart it', () => {
       const submitted = submitRemoteRun(config(100 + i), { natsUrl: nats!.url, runId });
       submitted.catch(() => undefined);
 
-      await pollUntil(
-        `the first ${victim.after} of run ${runId} in the archive`,
+      await until(
         async () => (await readRunEvents(store!, runId, [victim.after, 'RunCompleted', 'RunFailed'])).length > 0,
-        120_000,
+        `the first ${victim.after} of run ${runId} in the archive`,
+        { timeoutMs: 120_000, everyMs: 200 },
       );
       const atKill = await readRunEvents(store!, runId);
       // The kill must land mid-run, or the test proves nothing.
@@ -127,21 +127,21 @@ describe('chaos: SIGKILL one service mid-run and restart it', () => {
 
       await submitted;
       const rollouts = STEPS * PROMPTS * GROUP * OVERSAMPLE;
-      await pollUntil(
-        `run ${runId}'s RunCompleted archived`,
+      await until(
         async () => (await readRunEvents(store!, runId, ['RunCompleted'])).length > 0 || undefined,
-        60_000,
+        `run ${runId}'s RunCompleted archived`,
+        { timeoutMs: 60_000, everyMs: 200 },
       );
       // RunCompleted is published last, but an event a killed archiver had fetched and not acked is
       // redelivered only after its ack wait, possibly after RunCompleted was stored: nothing lost or
       // doubled between the bus and the archive means every message the stream stored is archived once.
-      const archivedAll = await pollUntil(
-        'the archive to hold every message of the stream',
+      const archivedAll = await until(
         async () => {
           const [stored, archived] = [(await bus!.jsm.streams.info(bus!.stream)).state.messages, await store!.count()];
           return stored === archived ? archived : undefined;
         },
-        60_000,
+        'the archive to hold every message of the stream',
+        { timeoutMs: 60_000, everyMs: 200 },
       );
       expect(archivedAll).toBeGreaterThan(0);
       const events = await readRunEvents(store!, runId);

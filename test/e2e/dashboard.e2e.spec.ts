@@ -10,10 +10,10 @@ import { EventStore } from '@rstar/event-store';
 import { JetStreamBus } from '@rstar/messaging';
 import { groupTable, indexRun, readHistory } from '@rstar/replay';
 import { connectRuntime, type Runtime } from '@rstar/runtime';
-import { startMlflowServer, until, type MlflowServer } from '@rstar/testing';
+import { freeLocalPort, type MlflowServer, startMlflowServer, until } from '@rstar/testing';
 import { runTraining, type TrainingResult } from '@rstar/training';
 import { CHROMIUM, launchChromium, screenshot, type HeadlessChromium } from '../support/chromium';
-import { freePort, REPO_ROOT, ServiceProcess } from '../support/service-process';
+import { REPO_ROOT, ServiceProcess } from '../support/service-process';
 import { ensureSftCheckpoint, SFT_CHECKPOINT_TIMEOUT_MS } from '../support/sft-checkpoint';
 
 /**
@@ -75,7 +75,7 @@ describe('dashboard in headless Chromium', () => {
     store = await EventStore.connect({ connectionString: PG_URL, schema: tag });
     await store.appendBatch(golden);
     await store.appendBatch(tampered);
-    const port = await freePort();
+    const port = await freeLocalPort();
     cp = new ServiceProcess({
       name: 'control-plane', entry: 'services/control-plane/src/main.ts', port,
       env: { RSTAR_NATS_URL: NATS_URL, RSTAR_STREAM: tag.toUpperCase(), RSTAR_SUBJECT_PREFIX: tag, RSTAR_DATABASE_URL: PG_URL, RSTAR_DB_SCHEMA: tag, RSTAR_UI_DIR: uiDir, RSTAR_LIVE_POLL_MS: '250', RSTAR_LOG_LEVEL: 'warn' },

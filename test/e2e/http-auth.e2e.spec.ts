@@ -4,7 +4,8 @@ import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JetStreamBus } from '@rstar/messaging';
 import { generateApiToken, tokenDigest } from '@rstar/security';
-import { freePort, REPO_ROOT, ServiceProcess } from '../support/service-process';
+import { freeLocalPort } from '@rstar/testing';
+import { REPO_ROOT, ServiceProcess } from '../support/service-process';
 
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
 const NATS_URL = process.env.RSTAR_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -69,7 +70,7 @@ describe('HTTP authentication on every service route', () => {
     };
     await Promise.all(
       Object.entries(env).map(async ([service, extra]) => {
-        const svc = new ServiceProcess({ name: service, entry: `services/${service}/src/main.ts`, port: await freePort(), waitFor: 'live', env: { ...common, ...extra }, startTimeoutMs: 180_000 });
+        const svc = new ServiceProcess({ name: service, entry: `services/${service}/src/main.ts`, port: await freeLocalPort(), waitFor: 'live', env: { ...common, ...extra }, startTimeoutMs: 180_000 });
         services.set(service, svc);
         await svc.start();
       }),

@@ -3,9 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RstarEvent } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
 import { readTopicToEnd } from '@rstar/kafka-export';
-import { generateSyntheticRun } from '@rstar/replay';
-import { kafkaMissing, skipUnlessCi, startKafkaBroker, until, type KafkaBroker } from '@rstar/testing';
-import { createPrivateDatabase, freePort, ServiceProcess, startPrivateNats, type PrivateDatabase, type PrivateNats } from '../support/service-process';
+import { createRegrader } from '@rstar/replay';
+import { freeLocalPort, generateSyntheticRun, type KafkaBroker, kafkaMissing, skipUnlessCi, startKafkaBroker, until } from '@rstar/testing';
+import { createPrivateDatabase, ServiceProcess, startPrivateNats, type PrivateDatabase, type PrivateNats } from '../support/service-process';
 
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
 const TOPIC = 'rstar.e2e';
@@ -39,13 +39,13 @@ describe.skipIf(missing)('Kafka export: control-plane SIGKILLed mid-stream and t
   beforeAll(async () => {
     [nats, db, kafka] = await Promise.all([startPrivateNats(), createPrivateDatabase(PG_URL, dbName), startKafkaBroker()]);
     store = await EventStore.connect({ connectionString: db.url });
-    const events = await generateSyntheticRun({ runId, seed: 21, steps: 6, promptsPerStep: 8, samples: 8, keep: 4, responseChars: 20 });
+    const events = await generateSyntheticRun({ grade: createRegrader(), runId, seed: 21, steps: 6, promptsPerStep: 8, samples: 8, keep: 4, responseChars: 20 });
     for (let i = 0; i < events.length; i += 500) await store.appendBatch(events.slice(i, i + 500));
     archived.push(...(await store.readAllSnapshot()));
     cp = new ServiceProcess({
       name: 'control-plane',
       entry: 'services/control-plane/src/main.ts',
-      port: await freePort(),
+      port: await freeLocalPort(),
       // Small produce requests, so the export takes long enough to be interrupted mid-stream.
       env: { RSTAR_NATS_URL: nats.url, RSTAR_DATABASE_URL: db.url, RSTAR_LOG_LEVEL: 'warn', RSTAR_PROJECTOR: 'off', OTEL_SDK_DISABLED: 'true', RSTAR_KAFKA_BROKERS: kafka.broker, RSTAR_KAFKA_TOPIC: TOPIC, RSTAR_KAFKA_PARTITIONS: '3', RSTAR_KAFKA_BATCH: '10' },
     });

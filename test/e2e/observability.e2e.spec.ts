@@ -8,9 +8,10 @@ import { EventStore } from '@rstar/event-store';
 import { startBuiltinEngine, type BuiltinEngine } from '@rstar/engines';
 import { ReadModels } from '@rstar/read-models';
 import { groupTable, indexRun, runSummary, stepTable } from '@rstar/replay';
-import { jaegerMissing, kafkaMissing, skipUnlessCi, startJaeger, startKafkaBroker, until, type JaegerServer, type KafkaBroker } from '@rstar/testing';
-import { readRunEvents, submitRemoteRun } from '@rstar/training';
-import { createPrivateDatabase, freePort, ServiceProcess, startPrivateNats, type PrivateDatabase, type PrivateNats } from '../support/service-process';
+import { freeLocalPort, jaegerMissing, type JaegerServer, type KafkaBroker, kafkaMissing, skipUnlessCi, startJaeger, startKafkaBroker, until } from '@rstar/testing';
+import { readRunEvents } from '@rstar/step-driver';
+import { submitRemoteRun } from '@rstar/training';
+import { createPrivateDatabase, ServiceProcess, startPrivateNats, type PrivateDatabase, type PrivateNats } from '../support/service-process';
 
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
 const DASHBOARD = resolve(__dirname, '../../infra/grafana/rstar-dashboard.json');
@@ -87,7 +88,7 @@ describe.skipIf(missing)('observability of a distributed run: Jaeger traces, Pro
     };
     const order: Svc[] = ['control-plane', 'tool-execution', 'reward-grading', 'resampling', 'optimization', 'policy-serving'];
     for (const svc of order) {
-      svcs.set(svc, new ServiceProcess({ name: svc, entry: `services/${svc}/src/main.ts`, port: await freePort(), env: { ...common, ...env[svc] } }));
+      svcs.set(svc, new ServiceProcess({ name: svc, entry: `services/${svc}/src/main.ts`, port: await freeLocalPort(), env: { ...common, ...env[svc] } }));
     }
     await svcs.get('control-plane')!.start();
     await Promise.all(order.slice(1).map((s) => svcs.get(s)!.start()));

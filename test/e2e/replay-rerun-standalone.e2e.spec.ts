@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ids, parseRunConfig, type RstarEvent } from '@rstar/contracts';
 import { connectRuntime } from '@rstar/runtime';
 import { writeHistory, type RerunComparison } from '@rstar/replay';
-import { readRunEvents, runTraining } from '@rstar/training';
+import { readRunEvents } from '@rstar/step-driver';
+import { runTraining } from '@rstar/training';
 import { SFT_CHECKPOINT_TIMEOUT_MS, ensureSftCheckpoint } from '../support/sft-checkpoint';
 
 const ROOT = resolve(__dirname, '../..');

@@ -7,10 +7,10 @@ import type { RstarEvent } from '@rstar/contracts';
 import { startBuiltinEngine, type BuiltinEngine } from '@rstar/engines';
 import { JetStreamBus, securedBusOptionsFromEnv } from '@rstar/messaging';
 import { PolicyModel } from '@rstar/policy';
-import { ApiTokenSet, EventSigner, generateSecrets, natsServerVersion, startNatsServer, type GeneratedSecrets, type NatsServerProcess, type Principal } from '@rstar/security';
+import { ApiTokenSet, EventSigner, generateSecrets, type GeneratedSecrets, type Principal } from '@rstar/security';
 import { createLogger } from '@rstar/telemetry';
-import { sampleEvent, until } from '@rstar/testing';
-import { freePort, ServiceProcess } from '../support/service-process';
+import { freeLocalPort, type NatsServerProcess, natsServerVersion, sampleEvent, startNatsServer, until } from '@rstar/testing';
+import { ServiceProcess } from '../support/service-process';
 
 const CFG = { layers: 1, dModel: 16, heads: 2, context: 64, ffMult: 2 };
 const version = natsServerVersion();
@@ -56,7 +56,7 @@ describe.skipIf(!version)('secured policy-serving: unsigned or forged PolicyUpda
     serving = new ServiceProcess({
       name: 'policy-serving',
       entry: 'services/policy-serving/src/main.ts',
-      port: await freePort(),
+      port: await freeLocalPort(),
       env: { RSTAR_NATS_URL: nats.url, RSTAR_ENGINES: `builtin=${engine.url}`, RSTAR_SECRETS_DIR: secrets.principals['policy-serving'].dir, RSTAR_REQUIRE_AUTH: 'true', RSTAR_ACK_WAIT_MS: '5000' },
       startTimeoutMs: 150_000,
     });

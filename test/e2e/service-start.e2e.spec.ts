@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { until } from '@rstar/testing';
-import { createPrivateDatabase, freePort, ServiceProcess, startPrivateNats, type PrivateDatabase, type PrivateNats } from '../support/service-process';
+import { freeLocalPort, until } from '@rstar/testing';
+import { createPrivateDatabase, ServiceProcess, startPrivateNats, type PrivateDatabase, type PrivateNats } from '../support/service-process';
 
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
 
@@ -23,9 +23,9 @@ describe('service start: late dependencies, bad settings, port clashes', () => {
   it('waits for a NATS that is not up yet: 503 naming nats, then ready once it comes up, without exiting', async () => {
     const db: PrivateDatabase = await createPrivateDatabase(PG_URL, `svcstart_${process.pid}_${Date.now()}`);
     stops.push(() => db.drop());
-    const natsPort = await freePort();
+    const natsPort = await freeLocalPort();
     const svc = new ServiceProcess({
-      name: 'resampling', entry: 'services/resampling/src/main.ts', port: await freePort(), waitFor: 'live',
+      name: 'resampling', entry: 'services/resampling/src/main.ts', port: await freeLocalPort(), waitFor: 'live',
       env: { RSTAR_NATS_URL: `nats://127.0.0.1:${natsPort}`, RSTAR_DATABASE_URL: db.url },
     });
     await svc.start();
@@ -46,19 +46,19 @@ describe('service start: late dependencies, bad settings, port clashes', () => {
   }, 180_000);
 
   it('ends the start on a bad setting with exit code 2 and a line naming the variable and the fix', async () => {
-    const svc = new ServiceProcess({ name: 'optimization', entry: 'services/optimization/src/main.ts', port: await freePort(), waitFor: 'live', env: { RSTAR_DATABASE_URL: 'mysql://nope', RSTAR_ENGINES: 'builtin=http://127.0.0.1:1' } });
+    const svc = new ServiceProcess({ name: 'optimization', entry: 'services/optimization/src/main.ts', port: await freeLocalPort(), waitFor: 'live', env: { RSTAR_DATABASE_URL: 'mysql://nope', RSTAR_ENGINES: 'builtin=http://127.0.0.1:1' } });
     expect(await svc.runUntilExit()).toBe(2);
     const lines = svc.output.split('\n').filter(Boolean);
     expect(lines, svc.output).toHaveLength(1);
     expect(JSON.parse(lines[0])).toMatchObject({ level: 'error', field: 'RSTAR_DATABASE_URL' });
     expect(JSON.parse(lines[0]).msg).toMatch(/^RSTAR_DATABASE_URL is "mysql:\/\/nope": must be a postgres:\/\/ URL; set it to the Postgres archive, e\.g\. postgres:\/\//);
-    const noEngines = new ServiceProcess({ name: 'policy-serving', entry: 'services/policy-serving/src/main.ts', port: await freePort(), waitFor: 'live', env: { RSTAR_ENGINES: '' } });
+    const noEngines = new ServiceProcess({ name: 'policy-serving', entry: 'services/policy-serving/src/main.ts', port: await freeLocalPort(), waitFor: 'live', env: { RSTAR_ENGINES: '' } });
     expect(await noEngines.runUntilExit()).toBe(2);
     expect(JSON.parse(noEngines.output.trim()).msg).toMatch(/^RSTAR_ENGINES is "": names no engine; set it to e\.g\. "sglang=http/);
   }, 120_000);
 
   it('names the rstar service that holds a port another one is told to use', async () => {
-    const port = await freePort();
+    const port = await freeLocalPort();
     const first = new ServiceProcess({ name: 'tool-execution', entry: 'services/tool-execution/src/main.ts', port, waitFor: 'live', env: { RSTAR_NATS_URL: 'off', RSTAR_SANDBOX_WORKERS: '1' } });
     await first.start();
     stops.push(() => first.stop());

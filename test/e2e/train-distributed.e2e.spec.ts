@@ -11,7 +11,8 @@ import { JetStreamBus } from '@rstar/messaging';
 import { createEngines, startBuiltinEngine, type BuiltinEngine } from '@rstar/engines';
 import { formatVerifyReport, indexRun, verifyRun, type VerifyReport } from '@rstar/replay';
 import { SandboxPool } from '@rstar/sandbox';
-import { rebuildStepBatch, readRunEvents, evaluatePassAt1, pairedGain, poolToolExecutor, type PassAt1Report, submitRemoteRun, startRolloutServices, RunStartConsumer, builtinRetrainer, heldOutEvalOptions, runPromptsThatFit } from '@rstar/training';
+import { readRunEvents, RunStartConsumer } from '@rstar/step-driver';
+import { rebuildStepBatch, evaluatePassAt1, pairedGain, poolToolExecutor, type PassAt1Report, submitRemoteRun, startRolloutServices, builtinRetrainer, heldOutEvalOptions, runPromptsThatFit } from '@rstar/training';
 import { until } from '@rstar/testing';
 
 const NATS_URL = process.env.RSTAR_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';

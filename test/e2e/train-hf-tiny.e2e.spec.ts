@@ -7,9 +7,9 @@ import type { JetStreamBus } from '@rstar/messaging';
 import { indexRun, verifyRun, type VerifyReport } from '@rstar/replay';
 import { connectRuntime, type Runtime } from '@rstar/runtime';
 import { buildTrainingBatch, type BatchRollout } from '@rstar/grpo';
-import {
-  readRunEvents, runHfTraining, TrainerWorkerClient, WorkerTrainer, workerCheckpointChecker, workerLoss, workerOptimizer, type TrainingResult, type TrainStepMetrics,
-} from '@rstar/training';
+import { readRunEvents, WorkerTrainer, workerLoss, workerOptimizer, type TrainStepMetrics } from '@rstar/step-driver';
+import { runHfTraining, workerCheckpointChecker, type TrainingResult } from '@rstar/training';
+import { TrainerWorkerClient } from '@rstar/workers';
 import { startTrainerWorker, workersPythonForTests } from '@rstar/workers';
 
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';

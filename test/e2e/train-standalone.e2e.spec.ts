@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SFT_CHECKPOINT_TIMEOUT_MS, ensureSftCheckpoint } from '../support/sft-checkpoint';
 import { parseRunConfig, type RstarEvent } from '@rstar/contracts';
 import { connectRuntime, type Runtime } from '@rstar/runtime';
-import { rebuildStepBatch, readRunEvents, runTraining, type TrainingResult } from '@rstar/training';
+import { readRunEvents } from '@rstar/step-driver';
+import { rebuildStepBatch, runTraining, type TrainingResult } from '@rstar/training';
 
 const count = (events: readonly RstarEvent[], type: string, step?: number) =>
   events.filter((e) => e.type === type && (step === undefined || (e.data as { step?: number }).step === step)).length;

@@ -3,8 +3,8 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { until } from '@rstar/testing';
-import { freePort, REPO_ROOT } from '../support/service-process';
+import { freeLocalPort, until } from '@rstar/testing';
+import { REPO_ROOT } from '../support/service-process';
 import { parseDockerfile } from '../support/dockerfile.rules';
 
 // There is no Docker engine here, so the service image's runtime layout is rebuilt by hand from the
@@ -37,7 +37,7 @@ describe('the service image layout (dist + production dependencies only) runs a 
     symlinkSync('services/tool-execution/src/main.js', join(app, 'dist/main.js'));
     symlinkSync(join(deps, 'node_modules'), join(app, 'node_modules'));
 
-    const port = await freePort();
+    const port = await freeLocalPort();
     let out = '';
     child = spawn(process.execPath, ['--enable-source-maps', 'dist/main.js'], {
       cwd: app,

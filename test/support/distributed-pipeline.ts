@@ -1,5 +1,6 @@
 import { parseRunConfig, type RunConfig } from '@rstar/contracts';
-import { freePort, ServiceProcess } from './service-process';
+import { freeLocalPort } from '@rstar/testing';
+import { ServiceProcess } from './service-process';
 
 /** The six services of a distributed run. */
 export type PipelineService = 'control-plane' | 'tool-execution' | 'reward-grading' | 'resampling' | 'optimization' | 'policy-serving';
@@ -38,11 +39,11 @@ export async function startPipeline(opts: PipelineOptions): Promise<Map<Pipeline
     'policy-serving': { RSTAR_ENGINES: engines, RSTAR_COMPACT_PROMPT: '1', RSTAR_INSTANCE_ID: 'pipeline-0', RSTAR_ACK_WAIT_MS: ack },
   };
   const svcs = new Map<PipelineService, ServiceProcess>();
-  // A port from freePort() is free when asked, but another test process may bind it before the service
+  // A port from freeLocalPort() is free when asked, but another test process may bind it before the service
   // does (test files run in parallel): such a start is retried on a new port.
   const start = async (svc: PipelineService): Promise<void> => {
     for (let attempt = 1; ; attempt++) {
-      const p = new ServiceProcess({ name: svc, entry: `services/${svc}/src/main.ts`, port: await freePort(), env: { ...common, ...env[svc] } });
+      const p = new ServiceProcess({ name: svc, entry: `services/${svc}/src/main.ts`, port: await freeLocalPort(), env: { ...common, ...env[svc] } });
       svcs.set(svc, p);
       try {
         return await p.start();

@@ -1,10 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { until } from '@rstar/testing';
-import { freePort, REPO_ROOT } from './service-process';
+import { freeLocalPort, portOpen, until, waitExit } from '@rstar/testing';
+import { REPO_ROOT } from './service-process';
 
 /** The node config every node of a local cluster shares (infra/local/nats-cluster.sh uses it too). */
 export const CLUSTER_NODE_CONF = join(REPO_ROOT, 'infra/nats/cluster-node.conf');
@@ -17,22 +16,6 @@ interface Node {
   storeDir: string;
   child: ChildProcess | null;
   out: string;
-}
-
-async function portOpen(port: number): Promise<boolean> {
-  return new Promise((res) => {
-    const s = connect(port, '127.0.0.1');
-    s.once('connect', () => {
-      s.destroy();
-      res(true);
-    });
-    s.once('error', () => res(false));
-  });
-}
-
-function exited(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((res) => child.once('exit', () => res()));
 }
 
 /**
@@ -54,7 +37,7 @@ export class NatsCluster {
     for (let i = 1; i <= 3; i++) {
       const storeDir = join(root, `n${i}`);
       mkdirSync(storeDir);
-      nodes.push({ name: `n${i}`, clientPort: await freePort(), routePort: await freePort(), monitorPort: await freePort(), storeDir, child: null, out: '' });
+      nodes.push({ name: `n${i}`, clientPort: await freeLocalPort(), routePort: await freeLocalPort(), monitorPort: await freeLocalPort(), storeDir, child: null, out: '' });
     }
     const cluster = new NatsCluster(nodes, root);
     for (const n of nodes) cluster.spawn(n);
@@ -138,7 +121,7 @@ export class NatsCluster {
     const n = this.node(name);
     if (!n.child) return;
     n.child.kill('SIGKILL');
-    await exited(n.child);
+    await waitExit(n.child, 30_000);
   }
 
   /** Start a stopped node again on its ports and store. */
@@ -161,7 +144,7 @@ export class NatsCluster {
         if (!n.child || n.child.exitCode !== null || n.child.signalCode !== null) return;
         n.child.kill('SIGTERM');
         const t = setTimeout(() => n.child?.kill('SIGKILL'), 5_000);
-        await exited(n.child);
+        await waitExit(n.child, 30_000);
         clearTimeout(t);
       }),
     );

@@ -3,8 +3,8 @@ import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { until } from '@rstar/testing';
-import { freePort } from './service-process';
+import { freeLocalPort, until } from '@rstar/testing';
+
 
 /** The newest Postgres server binaries on the machine (Debian's `/usr/lib/postgresql/<v>/bin`). */
 export function postgresBin(): string | null {
@@ -50,7 +50,7 @@ export class PrivatePostgres {
       chownSync(root, uid, gid);
     }
     chmodSync(root, 0o700);
-    const pg = new PrivatePostgres(bin, dataDir, await freePort(), asRoot);
+    const pg = new PrivatePostgres(bin, dataDir, await freeLocalPort(), asRoot);
     pg.run('initdb', ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
     appendFileSync(
       join(dataDir, 'postgresql.conf'),

@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from 'pg';
+import { freeLocalPort, portOpen, signalGroup, stopGroup, until, waitExit } from '@rstar/testing';
 
 /** Repository root (the services' `main.ts` paths are relative to it). */
 export const REPO_ROOT = resolve(__dirname, '../..');
@@ -15,61 +15,6 @@ export class ServiceProcessError extends Error {
     super(`${service}: ${message}`);
     this.name = 'ServiceProcessError';
   }
-}
-
-/** A free TCP port on loopback (bound, read, released; the caller binds it again shortly after). */
-export async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.once('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => res(port));
-    });
-  });
-}
-
-/** Poll `check` every `everyMs` until it returns a value other than undefined/false; throws `what` after `timeoutMs`. */
-export async function pollUntil<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs: number, everyMs = 200): Promise<T> {
-  const t0 = Date.now();
-  for (;;) {
-    const v = await check();
-    if (v !== undefined && v !== false) return v as T;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
-
-async function portOpen(port: number): Promise<boolean> {
-  return new Promise((res) => {
-    const s = connect(port, '127.0.0.1');
-    s.once('connect', () => {
-      s.destroy();
-      res(true);
-    });
-    s.once('error', () => res(false));
-  });
-}
-
-/** Process-group signal: the child is started detached, so its group holds it and anything it forked. */
-function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    // Already gone.
-  }
-}
-
-function waitExit(child: ChildProcess, timeoutMs: number): Promise<boolean> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
-  return new Promise((res) => {
-    const t = setTimeout(() => res(false), timeoutMs);
-    child.once('exit', () => {
-      clearTimeout(t);
-      res(true);
-    });
-  });
 }
 
 /** Options of {@link ServiceProcess}. */
@@ -134,8 +79,7 @@ export class ServiceProcess {
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);
     const url = `http://127.0.0.1:${this.opts.port}/health/${this.opts.waitFor ?? 'ready'}`;
-    await pollUntil(
-      `${this.opts.name} to answer ${url}`,
+    await until(
       async () => {
         if (child.exitCode !== null || child.signalCode !== null) {
           throw new ServiceProcessError(this.opts.name, `exited (${child.exitCode ?? child.signalCode}) during startup:\n${this.out.slice(-4000)}`);
@@ -147,8 +91,8 @@ export class ServiceProcess {
           return false;
         }
       },
-      this.opts.startTimeoutMs ?? 90_000,
-      250,
+      `${this.opts.name} to answer ${url}`,
+      { timeoutMs: this.opts.startTimeoutMs ?? 90_000, everyMs: 250 },
     ).catch((e: Error) => {
       if (e instanceof ServiceProcessError) throw e;
       throw new ServiceProcessError(this.opts.name, `${e.message}; output:\n${this.out.slice(-4000)}`);
@@ -193,11 +137,7 @@ export class ServiceProcess {
   async stop(graceMs = 5_000): Promise<void> {
     const child = this.child;
     if (!child) return;
-    signalGroup(child, 'SIGTERM');
-    if (!(await waitExit(child, graceMs))) {
-      signalGroup(child, 'SIGKILL');
-      await waitExit(child, 5_000);
-    }
+    await stopGroup(child, graceMs);
   }
 }
 
@@ -213,24 +153,20 @@ export interface PrivateNats {
  * of their own isolates them from every other test. @throws Error when it does not listen within 10 s.
  */
 export async function startPrivateNats(port?: number): Promise<PrivateNats> {
-  port ??= await freePort();
+  port ??= await freeLocalPort();
   const dir = mkdtempSync(join(tmpdir(), 'rstar-nats-'));
   const child = spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let out = '';
   child.stdout!.on('data', (b: Buffer) => (out = (out + b.toString()).slice(-8000)));
   child.stderr!.on('data', (b: Buffer) => (out = (out + b.toString()).slice(-8000)));
-  await pollUntil(`nats-server on port ${port}`, async () => {
+  await until(async () => {
     if (child.exitCode !== null) throw new Error(`nats-server exited (${child.exitCode}):\n${out}`);
     return portOpen(port);
-  }, 10_000, 100);
+  }, `nats-server on port ${port}`, { timeoutMs: 10_000, everyMs: 100 });
   return {
     url: `nats://127.0.0.1:${port}`,
     stop: async () => {
-      signalGroup(child, 'SIGTERM');
-      if (!(await waitExit(child, 5_000))) {
-        signalGroup(child, 'SIGKILL');
-        await waitExit(child, 5_000);
-      }
+      await stopGroup(child, 5_000);
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -2,8 +2,8 @@ import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RstarEvent } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
-import { generateSyntheticRun } from '@rstar/replay';
-import { kafkaMissing, skipUnlessCi, startKafkaBroker, until, type KafkaBroker } from '@rstar/testing';
+import { createRegrader } from '@rstar/replay';
+import { generateSyntheticRun, kafkaMissing, skipUnlessCi, startKafkaBroker, until, type KafkaBroker } from '@rstar/testing';
 import { KafkaExporter, readTopicToEnd } from './index';
 
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
@@ -54,7 +54,7 @@ describe.skipIf(missing)('Kafka export over a real broker (KRaft)', () => {
 
   it('exports every archived event once, keyed by run, in archive order per run; resumes from the stored position', async () => {
     for (const [i, runId] of ['run-a', 'run-b', 'run-c'].entries()) {
-      const events = await generateSyntheticRun({ runId, seed: i, steps: 2, promptsPerStep: 3, samples: 4, keep: 2, responseChars: 40 });
+      const events = await generateSyntheticRun({ grade: createRegrader(), runId, seed: i, steps: 2, promptsPerStep: 3, samples: 4, keep: 2, responseChars: 40 });
       for (let k = 0; k < events.length; k += 50) await store.appendBatch(events.slice(k, k + 50));
     }
     const first = new KafkaExporter({ connectionString: PG_URL, schema, brokers: [broker.broker], topic: 'export-a', partitions: 3, batchSize: 64 });
@@ -98,7 +98,7 @@ describe.skipIf(missing)('Kafka export over a real broker (KRaft)', () => {
     exporter.start();
     await until(async () => (await exporter.exportedPosition().catch(() => ({ events: 0 }))).events > 0 || null, 'the first exported batch', { timeoutMs: 120_000 });
     await broker.stop();
-    const more = await generateSyntheticRun({ runId: 'run-d', seed: 9, steps: 2, promptsPerStep: 3, samples: 4, keep: 2, responseChars: 40 });
+    const more = await generateSyntheticRun({ grade: createRegrader(), runId: 'run-d', seed: 9, steps: 2, promptsPerStep: 3, samples: 4, keep: 2, responseChars: 40 });
     await store.appendBatch(more);
     await broker.start();
     const total = await store.count();

@@ -7,11 +7,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUser } from '@nats-io/nkeys';
 import { EVENT_TYPES, type RstarEvent } from '@rstar/contracts';
 import {
-  BUS_ROLES, EventSigner, generateSecrets, natsServerVersion, PRINCIPALS, renderNatsAuthConfig, startNatsServer,
-  type GeneratedSecrets, type NatsServerProcess, type Principal,
+  BUS_ROLES, EventSigner, generateSecrets, PRINCIPALS, renderNatsAuthConfig,
+  type GeneratedSecrets, type Principal,
 } from '@rstar/security';
 import { createLogger } from '@rstar/telemetry';
-import { sampleEvent, until } from '@rstar/testing';
+import { natsServerVersion, sampleEvent, startNatsServer, until, type NatsServerProcess } from '@rstar/testing';
 import { JetStreamBus, StreamMissingError } from './jetstream.bus';
 import { PublishDeniedError } from './jetstream.publisher';
 import { securedBusOptionsFromEnv } from './service.env';

@@ -3,7 +3,8 @@ import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RstarEvent } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
-import { generateSyntheticRun, groupTable, indexRun, readHistory, rolloutTranscript, runSummary, stepTable } from '@rstar/replay';
+import { generateSyntheticRun } from '@rstar/testing';
+import { createRegrader, groupTable, indexRun, readHistory, rolloutTranscript, runSummary, stepTable } from '@rstar/replay';
 import { READ_MODEL_TABLES, ReadModels } from './index';
 
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
@@ -49,7 +50,7 @@ describe('read models (typeorm) equal the in-memory projections of libs/replay',
     // appended in a shuffled order across many small transactions, so the fold sees a rollout's events in any order.
     const golden = readHistory(join(FIXTURES, 'events.jsonl'));
     const tiny = readHistory(join(FIXTURES, 'tiny-standalone.jsonl'));
-    const fresh = await generateSyntheticRun({ runId: `synthetic-${schema}`, seed: 7, steps: 3, promptsPerStep: 4, samples: 6, keep: 4, responseChars: 60 });
+    const fresh = await generateSyntheticRun({ grade: createRegrader(), runId: `synthetic-${schema}`, seed: 7, steps: 3, promptsPerStep: 4, samples: 6, keep: 4, responseChars: 60 });
     for (const e of [golden, tiny, shuffled(fresh, 11)]) {
       for (let i = 0; i < e.length; i += 37) await store.appendBatch(e.slice(i, i + 37));
     }
@@ -119,7 +120,7 @@ describe('read models (typeorm) equal the in-memory projections of libs/replay',
   });
 
   it('events archived later are picked up incrementally', async () => {
-    const more = await generateSyntheticRun({ runId: `late-${schema}`, seed: 3, steps: 1, promptsPerStep: 2, samples: 4, keep: 2, responseChars: 40 });
+    const more = await generateSyntheticRun({ grade: createRegrader(), runId: `late-${schema}`, seed: 3, steps: 1, promptsPerStep: 2, samples: 4, keep: 2, responseChars: 40 });
     await store.appendBatch(more);
     expect(await rm.projector().lag()).toBe(more.length);
     // The resampler's restart set: a run with events the projector has not applied yet is included.

@@ -15,6 +15,5 @@ export * from './run.verifier';
 export * from './rollout.resume';
 export * from './step.rerun';
 export * from './history.jsonl';
-export * from './synthetic-run.generator';
 export * from './replay.formatter';
 export * from './rerun.comparison';

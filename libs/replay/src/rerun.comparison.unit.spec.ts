@@ -1,11 +1,12 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { RstarEvent } from '@rstar/contracts';
-import { generateSyntheticRun } from './synthetic-run.generator';
+import { generateSyntheticRun } from '@rstar/testing';
 import { indexRun } from './run.index';
 import { compareRerun, formatRerunComparison } from './rerun.comparison';
 import { NotInRunError } from './errors';
+import { createRegrader } from './reward.regrader';
 
-const opts = { seed: 4, steps: 1, promptsPerStep: 3, samples: 4, keep: 2, responseChars: 0 };
+const opts = { grade: createRegrader(), seed: 4, steps: 1, promptsPerStep: 3, samples: 4, keep: 2, responseChars: 0 };
 let original: RstarEvent[];
 let rerun: RstarEvent[];
 beforeAll(async () => {

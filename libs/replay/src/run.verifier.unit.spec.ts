@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { RstarEvent } from '@rstar/contracts';
-import { generateSyntheticRun } from './synthetic-run.generator';
+import { generateSyntheticRun } from '@rstar/testing';
 import { verifyRun } from './run.verifier';
 import { indexRun } from './run.index';
 import { parseJsonl, toJsonl } from './history.jsonl';
@@ -9,14 +9,14 @@ import { createRegrader } from './reward.regrader';
 
 let events: RstarEvent[];
 beforeAll(async () => {
-  events = await generateSyntheticRun({ runId: 'unit-run', seed: 3, steps: 1, promptsPerStep: 4, samples: 4, keep: 2, responseChars: 0 });
+  events = await generateSyntheticRun({ grade: createRegrader(), runId: 'unit-run', seed: 3, steps: 1, promptsPerStep: 4, samples: 4, keep: 2, responseChars: 0 });
 });
 const clone = (): RstarEvent[] => JSON.parse(JSON.stringify(events));
 
 describe('verifyRun edge cases', () => {
   it('a generated run verifies clean and is byte-stable (same options, same events)', async () => {
     expect((await verifyRun(events)).ok).toBe(true);
-    const again = await generateSyntheticRun({ runId: 'unit-run', seed: 3, steps: 1, promptsPerStep: 4, samples: 4, keep: 2, responseChars: 0 });
+    const again = await generateSyntheticRun({ grade: createRegrader(), runId: 'unit-run', seed: 3, steps: 1, promptsPerStep: 4, samples: 4, keep: 2, responseChars: 0 });
     expect(toJsonl(again)).toBe(toJsonl(events));
   });
 
@@ -49,7 +49,7 @@ describe('verifyRun edge cases', () => {
   });
   it('a truncated rollout is re-graded 0 under rule `truncated`; a history labelling it with the grader rule still verifies, a reward of 1 does not', async () => {
     expect(createRegrader()({ rolloutId: 'r', responseText: 'so \\boxed{4}', gold: '4', truncated: true })).toMatchObject({ reward: 0, correct: false, rule: 'truncated' });
-    const run = await generateSyntheticRun({ runId: 'trunc-run', seed: 5, steps: 1, promptsPerStep: 8, samples: 8, keep: 4, responseChars: 0 });
+    const run = await generateSyntheticRun({ grade: createRegrader(), runId: 'trunc-run', seed: 5, steps: 1, promptsPerStep: 8, samples: 8, keep: 4, responseChars: 0 });
     const truncated = run.filter((e): e is RstarEvent<'RolloutCompleted'> => e.type === 'RolloutCompleted' && e.data.truncated).map((e) => e.data.rolloutId);
     expect(truncated.length).toBeGreaterThan(0);
     const reward = (ev: RstarEvent[]) => ev.find((e): e is RstarEvent<'RewardAssigned'> => e.type === 'RewardAssigned' && e.data.rolloutId === truncated[0])!;

@@ -7,4 +7,3 @@ export * from './merkle';
 export * from './event-signature';
 export * from './security.settings';
 export * from './secrets.generator';
-export * from './nats-server.process';

@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { freeLocalPort, isRunning, portOpen, stopGroup } from './process.helpers';
 import { until } from './until';
 
 /** Repository root (infra/local lives there). */
@@ -20,26 +20,6 @@ export function kafkaMissing(): string | null {
   return existsSync(join(TOOLS_DIR, 'kafka', 'libs')) ? null : `Kafka is not installed in ${TOOLS_DIR}: run bash infra/local/install-kafka.sh`;
 }
 
-/** A free TCP port on loopback. */
-export async function freeLocalPort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.once('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => res(port));
-    });
-  });
-}
-
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((res) => {
-    const s = connect(port, '127.0.0.1');
-    s.once('connect', () => (s.destroy(), res(true)));
-    s.once('error', () => res(false));
-  });
-}
-
 /** One infra/local runner script as a child process in its own process group, its output kept for errors. */
 class ScriptProcess {
   private child: ChildProcess | null = null;
@@ -52,7 +32,7 @@ class ScriptProcess {
   ) {}
 
   get running(): boolean {
-    return !!this.child && this.child.exitCode === null && this.child.signalCode === null;
+    return !!this.child && isRunning(this.child);
   }
 
   async start(ready: () => Promise<boolean>, timeoutMs: number): Promise<void> {
@@ -69,23 +49,7 @@ class ScriptProcess {
 
   /** SIGTERM the group, SIGKILL after `graceMs`; resolves when it is gone. */
   async stop(graceMs = 10_000): Promise<void> {
-    const c = this.child;
-    if (!c || !this.running) return;
-    const gone = new Promise<void>((r) => c.once('exit', () => r()));
-    try {
-      process.kill(-c.pid!, 'SIGTERM');
-    } catch {
-      return;
-    }
-    const t = setTimeout(() => {
-      try {
-        process.kill(-c.pid!, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }, graceMs);
-    await gone;
-    clearTimeout(t);
+    if (this.child && this.running) await stopGroup(this.child, graceMs);
   }
 }
 

@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { freeLocalPort, keepOutput, stopGroup } from './process.helpers';
 import { until } from './until';
 
 /**
@@ -30,40 +30,23 @@ export interface MlflowServer {
  */
 export async function startMlflowServer(): Promise<MlflowServer> {
   const py = trackersPython();
-  const port = await new Promise<number>((res, rej) => {
-    const srv = createServer();
-    srv.once('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const p = (srv.address() as { port: number }).port;
-      srv.close(() => res(p));
-    });
-  });
+  const port = await freeLocalPort();
   const dir = mkdtempSync(join(tmpdir(), 'rstar-mlflow-'));
   const child: ChildProcess = spawn(
     py,
     ['-m', 'mlflow', 'server', '--host', '127.0.0.1', '--port', String(port), '--workers', '1', '--backend-store-uri', `sqlite:///${join(dir, 'mlflow.db')}`, '--artifacts-destination', join(dir, 'artifacts')],
     { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   );
-  let out = '';
-  child.stdout!.on('data', (b: Buffer) => (out = (out + b.toString()).slice(-8000)));
-  child.stderr!.on('data', (b: Buffer) => (out = (out + b.toString()).slice(-8000)));
+  const out = keepOutput(child, 8000);
   const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
-    if (child.exitCode === null && child.pid) {
-      try {
-        process.kill(-child.pid, 'SIGTERM');
-      } catch {
-        // gone already
-      }
-      await Promise.race([new Promise((r) => child.once('exit', r)), new Promise((r) => setTimeout(r, 10_000))]);
-      if (child.exitCode === null) process.kill(-child.pid, 'SIGKILL');
-    }
+    await stopGroup(child, 10_000);
     rmSync(dir, { recursive: true, force: true });
   };
   try {
     await until(
       async () => {
-        if (child.exitCode !== null) throw new Error(`mlflow server exited (${child.exitCode}): ${out}`);
+        if (child.exitCode !== null) throw new Error(`mlflow server exited (${child.exitCode}): ${out()}`);
         return fetch(`${url}/health`).then((r) => r.ok, () => false);
       },
       `mlflow server on ${url}`,

@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { createEngines, startBuiltinEngine } from '@rstar/engines';
 import { SandboxPool } from '@rstar/sandbox';
 import { evaluatePassAt1, poolToolExecutor, type PassAt1Report } from './pass-at-1.evaluator';
-import { promptsFittingContext, readJsonlDataset, taskPrompts } from './prompt.sources';
+import { promptsFittingContext, readJsonlDataset, taskPrompts } from '@rstar/step-driver';
 
 /** Options of {@link evaluateCheckpoint}. */
 export interface CheckpointEvalOptions {

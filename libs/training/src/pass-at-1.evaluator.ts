@@ -1,6 +1,6 @@
 import { runRollout, type ExecRequest, type ExecResult, type Tokenizer, type ToolExecutor } from '@rstar/agent';
 import { grade } from '@rstar/grader';
-import type { Prompt } from './driver';
+import type { Prompt } from '@rstar/step-driver';
 import type { EngineAdapter } from '@rstar/engines';
 import type { SandboxPool } from '@rstar/sandbox';
 

@@ -1,8 +1,7 @@
 import { ids, makeEvent, streams, type RunConfig, RstarError } from '@rstar/contracts';
 import { JetStreamBus, securedBusOptionsFromEnv, type EventBus } from '@rstar/messaging';
-import { pipelineDurables, waitForConsumers } from './pipeline.consumers';
-import { STEP_LINE_LEGEND, stepSummaryLine } from './step-summary.line';
-import { RunRefusedError } from './run.errors';
+import { pipelineDurables, RunRefusedError, waitForConsumers } from '@rstar/step-driver';
+import { STEP_LINE_LEGEND, stepSummaryLine } from '@rstar/training-report';
 
 /** A remote run that ended with `RunFailed`. */
 export class RemoteRunFailedError extends RstarError {

@@ -4,9 +4,10 @@ import { join, resolve } from 'node:path';
 import type { RunConfig } from '@rstar/contracts';
 import type { Runtime } from '@rstar/runtime';
 import { runSft } from '@rstar/policy';
-import { summarizeArms, writeAblationReport, type ArmCurves, type ArmSummary } from './report/ablation.report';
-import { REPO_ROOT } from './run-config.loader';
-import { runTraining, type TrainProgress, type TrainingResult } from './training.run';
+import { SandboxPool } from '@rstar/sandbox';
+import { REPO_ROOT, sftOptionsOf } from '@rstar/step-driver';
+import { summarizeArms, writeAblationReport, type ArmCurves, type ArmSummary, type TrainProgress } from '@rstar/training-report';
+import { runTraining, type TrainingResult } from './training.run';
 
 /** One arm of the ablation for one seed: its per-step curves plus the run's identity and pass@1. */
 export interface AblationArm extends ArmCurves {
@@ -46,8 +47,8 @@ export interface AblationOptions {
 
 /**
  * The SFT checkpoint both arms of `seed` start from: the config's checkpoint when `policy.init` is
- * `checkpoint`, else `runSft` with the config's SFT section, INCLUDING `sft.toolErrorRate` (the share of
- * erring traces) and `sft.toolErrorKinds` (their mistakes), written to `dir` (reused when `dir` already holds one).
+ * `checkpoint`, else `runSft` with {@link sftOptionsOf} (the config's SFT section, INCLUDING `sft.toolErrorRate`, the share of
+ * erring traces, and `sft.toolErrorKinds`, their mistakes; the run's tool limits), written to `dir` (reused when `dir` already holds one).
  */
 async function sftCheckpointFor(config: RunConfig, seed: number, dir: string, onProgress: (p: TrainProgress) => void): Promise<string> {
   if (config.policy.init === 'checkpoint') return resolve(REPO_ROOT, config.policy.checkpoint ?? '');
@@ -55,16 +56,18 @@ async function sftCheckpointFor(config: RunConfig, seed: number, dir: string, on
     onProgress({ phase: 'message', text: `reusing SFT checkpoint ${dir}` });
     return dir;
   }
-  const r = await runSft(
-    {
-      steps: config.sft.steps, batchSize: config.sft.batchSize, lr: config.sft.lr, warmupSteps: config.sft.warmupSteps, seed,
-      model: config.policy.model, trainSize: config.data.trainSize, heldOutSize: 8, toolErrorRate: config.sft.toolErrorRate ?? 0, toolErrorKinds: config.sft.toolErrorKinds, outDir: dir,
-    },
-    (p) => {
+  // The traces' programs run under the run's tool limits, as in `rstar train`.
+  const sandbox = new SandboxPool({ workers: 2 });
+  await sandbox.start();
+  let r: Awaited<ReturnType<typeof runSft>>;
+  try {
+    r = await runSft(sftOptionsOf(config, { outDir: dir, seed, sandbox }), (p) => {
       if (p.phase === 'train') onProgress({ phase: 'sft', step: p.step, steps: p.steps, loss: p.loss });
       else if (p.phase === 'traces') onProgress({ phase: 'sft-traces', done: p.done, total: p.total });
-    },
-  );
+    });
+  } finally {
+    await sandbox.close();
+  }
   r.model.dispose();
   onProgress({ phase: 'message', text: `SFT seed ${seed}: loss ${r.finalLoss.toFixed(3)}, held-out greedy two-turn correct ${(r.heldOut.correct * 100).toFixed(0)}% of ${r.heldOut.n}` });
   return r.checkpoint.dir;

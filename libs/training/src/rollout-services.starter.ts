@@ -8,7 +8,7 @@ import { ResamplingHandler } from '@rstar/groups';
 import { RewardGradingHandler } from '@rstar/rewards';
 import { ToolExecutionHandler } from '@rstar/tool-calls';
 import type { SandboxPool } from '@rstar/sandbox';
-import { resamplingEventSource } from './event-store.sources';
+import { resamplingEventSource } from '@rstar/step-driver';
 
 /** What {@link startRolloutServices} needs. */
 export interface RolloutServicesOptions {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunConfig } from '@rstar/contracts';
-import { REPO_ROOT } from './run-config.loader';
+import { REPO_ROOT, sftOptionsOf } from '@rstar/step-driver';
 
 /** What the SFT stage produced, kept beside a cached checkpoint. */
 export interface SftCacheEntry {
@@ -49,11 +49,12 @@ export function sftCodeVersion(root = REPO_ROOT): string | null {
  * calls) and the code version. Two runs with the same key train bit-identical SFT checkpoints.
  */
 export function sftCacheKey(config: RunConfig, codeVersion: string): string {
+  const o = sftOptionsOf(config, { outDir: '' });
   const inputs = {
-    sft: { steps: config.sft.steps, batchSize: config.sft.batchSize, lr: config.sft.lr, warmupSteps: config.sft.warmupSteps, toolErrorRate: config.sft.toolErrorRate ?? 0, toolErrorKinds: config.sft.toolErrorKinds ?? null },
-    seed: config.seed,
-    model: config.policy.model,
-    data: { trainSize: config.data.trainSize, heldOutSize: Math.min(16, config.data.heldOutSize) },
+    sft: { steps: o.steps, batchSize: o.batchSize, lr: o.lr, warmupSteps: o.warmupSteps, toolErrorRate: o.toolErrorRate, toolErrorKinds: o.toolErrorKinds ?? null },
+    seed: o.seed,
+    model: o.model,
+    data: { trainSize: o.trainSize, heldOutSize: o.heldOutSize },
     tool: { timeoutMs: config.tool.timeoutMs, memoryMb: config.tool.memoryMb, outputChars: config.tool.outputChars },
     codeVersion,
   };

@@ -3,7 +3,7 @@ import type { Runtime } from '@rstar/runtime';
 import { createEngines, startBuiltinEngine, type BuiltinEngine } from '@rstar/engines';
 import { ReplayError, compareRerun, indexRun, rerunStep, type RerunComparison, type RerunPlan } from '@rstar/replay';
 import { SandboxPool } from '@rstar/sandbox';
-import { readRunEvents } from './event-store.sources';
+import { readRunEvents } from '@rstar/step-driver';
 import { startRolloutServices, type RolloutServices } from './rollout-services.starter';
 import { policyCheckpointOf } from './step.retrainer';
 

@@ -4,8 +4,7 @@ import { join, resolve } from 'node:path';
 import { parseRunConfig } from '@rstar/contracts';
 import { PolicyModel } from '@rstar/policy';
 import type { RunIndex, StepRetrainer } from '@rstar/replay';
-import { REPO_ROOT } from './run-config.loader';
-import { StagedBuiltinTrainer } from './staged.trainer';
+import { REPO_ROOT, StagedBuiltinTrainer } from '@rstar/step-driver';
 
 /**
  * The checkpoint a recorded run's policy version `version` was served from: its `PolicyUpdated`

@@ -3,7 +3,7 @@ import { ConfigService } from '@nestjs/config';
 import { createEngines, DEFAULT_RETRY } from '@rstar/engines';
 import { BackgroundWorker, BusConnection, ReadinessRegistry, SECURITY_SETTINGS, StoreConnection, type Stoppable } from '@rstar/nest-runtime';
 import type { SecuritySettings } from '@rstar/security';
-import { RunStartConsumer } from '@rstar/training';
+import { RunStartConsumer } from '@rstar/step-driver';
 import type { OptimizationEnv } from './optimization.config';
 
 /** Drives runs submitted by `rstar train --remote` (`RunStarted`), once NATS and Postgres are up. */

@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
-import { meanCurve, STEP_LINE_LEGEND, stepSummaryLine, runRocAblation, loadRunConfig } from '@rstar/training';
+import { loadRunConfig } from '@rstar/step-driver';
+import { runRocAblation } from '@rstar/training';
+import { meanCurve, STEP_LINE_LEGEND, stepSummaryLine } from '@rstar/training-report';
 import { CliInputError } from '../cli.errors';
 
 const fmt = (v: number | null | undefined) => (v === null || v === undefined ? '   -  ' : v.toFixed(3).padStart(6));

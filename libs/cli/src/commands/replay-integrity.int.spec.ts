@@ -6,7 +6,8 @@ import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RstarEvent } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
-import { generateSyntheticRun } from '@rstar/replay';
+import { createRegrader } from '@rstar/replay';
+import { generateSyntheticRun } from '@rstar/testing';
 import { EventSigner, generateSecrets, producersOf, securityFromEnv, type GeneratedSecrets } from '@rstar/security';
 
 /** `rstar replay verify` as a user runs it on a Postgres archive: the hash chain and the producers' signatures. */
@@ -38,7 +39,7 @@ describe('rstar replay verify: tamper evidence of the archive', () => {
 
   beforeAll(async () => {
     secrets = generateSecrets({ outDir: join(dir, 'secrets') });
-    const generated = await generateSyntheticRun({ runId, seed: 3, steps: 2, promptsPerStep: 2, samples: 4, keep: 2, mode: 'weighted', responseChars: 40 });
+    const generated = await generateSyntheticRun({ grade: createRegrader(), runId, seed: 3, steps: 2, promptsPerStep: 2, samples: 4, keep: 2, mode: 'weighted', responseChars: 40 });
     // Each event signed by the principal that produces its type, as the services would on a secured bus.
     const signers = new Map<string, EventSigner>();
     events = generated.map((e) => {

@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
 import { join } from 'node:path';
-import { writeRunReport, fmtPct, pairedGain, loadRunConfig, presetNames, presetSummaries, RunRefusedError, runHfTraining, runTraining, submitRemoteRun } from '@rstar/training';
+import { loadRunConfig, presetNames, presetSummaries, RunRefusedError } from '@rstar/step-driver';
+import { pairedGain, runHfTraining, runTraining, submitRemoteRun } from '@rstar/training';
+import { writeRunReport, fmtPct } from '@rstar/training-report';
 import { ProgressPrinter } from '../train/progress.printer';
 
 /**

@@ -1,5 +1,5 @@
 import { SingleBar, Presets } from 'cli-progress';
-import { fmtDuration, STEP_LINE_LEGEND, stepSummaryLine, type TrainProgress } from '@rstar/training';
+import { fmtDuration, STEP_LINE_LEGEND, stepSummaryLine, type TrainProgress } from '@rstar/training-report';
 
 /**
  * Renders {@link TrainProgress}: a progress bar per phase (SFT traces, SFT, evaluations) with elapsed time

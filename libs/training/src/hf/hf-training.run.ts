@@ -5,16 +5,12 @@ import { ids, makeEvent, streams, type RunConfig } from '@rstar/contracts';
 import { createEngines, type EngineAdapter } from '@rstar/engines';
 import { connectRuntime } from '@rstar/runtime';
 import { SandboxPool } from '@rstar/sandbox';
+import { launchHfRun, readRunEvents, REPO_ROOT, resolveDataPath, runPrompts, RunRefusedError, totalSteps } from '@rstar/step-driver';
 import { startReferenceEngine, startTrainerWorker, type PythonProcess } from '@rstar/workers';
-import { totalSteps } from '../driver';
-import { readRunEvents } from '../event-store.sources';
 import { evaluatePassAt1, poolToolExecutor, type PassAt1Report } from '../pass-at-1.evaluator';
-import { runPrompts } from '../prompt.sources';
-import { REPO_ROOT, resolveDataPath } from '../run-config.loader';
-import { RunRefusedError } from '../run.errors';
 import { startRolloutServices } from '../rollout-services.starter';
-import { heldOutEvalOptions, type StepRecord, type TrainingOptions, type TrainingResult } from '../training.run';
-import { launchHfRun } from './hf-run.launcher';
+import type { StepRecord } from '@rstar/training-report';
+import { heldOutEvalOptions, type TrainingOptions, type TrainingResult } from '../training.run';
 import { ensureHfTinyModel } from './hf-tiny.model';
 
 /** Options of {@link runHfTraining}: those of `runTraining`, plus CPU threads of the started worker processes. */

@@ -1,4 +1,5 @@
-import { createRegrader, generateSyntheticRun, indexRun, parseJsonl, toJsonl, verifyRun } from '@rstar/replay';
+import { createRegrader, indexRun, parseJsonl, toJsonl, verifyRun } from '@rstar/replay';
+import { generateSyntheticRun } from '@rstar/testing';
 import type { RstarEvent } from '@rstar/contracts';
 import { loadavg } from 'node:os';
 
@@ -26,7 +27,7 @@ export async function run(args: string[]): Promise<object> {
   const rollouts = prompts * samples;
   process.stderr.write(`replay bench: generating one step of ${prompts} x ${samples} = ${rollouts} rollouts...\n`);
   let t = performance.now();
-  const events: RstarEvent[] = await generateSyntheticRun({ runId: 'bench-replay', seed: 1, steps: 1, promptsPerStep: prompts, samples, keep, responseChars: chars });
+  const events: RstarEvent[] = await generateSyntheticRun({ grade: createRegrader(), runId: 'bench-replay', seed: 1, steps: 1, promptsPerStep: prompts, samples, keep, responseChars: chars });
   const generateS = (performance.now() - t) / 1000;
   let tokens = 0;
   for (const e of events) if (e.type === 'RolloutCompleted') tokens += e.data.promptTokenIds.length + e.data.responseTokenIds.length;

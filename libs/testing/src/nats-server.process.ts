@@ -1,8 +1,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect as tcpConnect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freeLocalPort, isRunning, keepOutput, portOpen, signalGroup, stopGroup } from './process.helpers';
 
 /** A nats-server started by {@link startNatsServer}. */
 export interface NatsServerProcess {
@@ -20,24 +20,6 @@ export function natsServerVersion(bin = 'nats-server'): string | null {
   return /v?(\d+\.\d+\.\d+)/.exec(r.stdout + r.stderr)?.[1] ?? null;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.once('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => res(port));
-    });
-  });
-}
-
-const portOpen = (port: number) =>
-  new Promise<boolean>((res) => {
-    const s = tcpConnect(port, '127.0.0.1');
-    s.once('connect', () => (s.destroy(), res(true)));
-    s.once('error', () => res(false));
-  });
-
 /**
  * Start a private JetStream nats-server on loopback with `config` appended to its base settings (port,
  * store folder, 8 MB payloads, JetStream): a secured configuration from {@link renderNatsAuthConfig}, or
@@ -45,7 +27,7 @@ const portOpen = (port: number) =>
  * side by side. @throws Error when it does not listen within `startTimeoutMs` (with its output).
  */
 export async function startNatsServer(o: { config?: string; port?: number; bin?: string; startTimeoutMs?: number } = {}): Promise<NatsServerProcess> {
-  const port = o.port ?? (await freePort());
+  const port = o.port ?? (await freeLocalPort());
   const dir = mkdtempSync(join(tmpdir(), 'rstar-nats-'));
   const confPath = join(dir, 'nats.conf');
   writeFileSync(
@@ -54,43 +36,24 @@ export async function startNatsServer(o: { config?: string; port?: number; bin?:
     { mode: 0o600 },
   );
   const child: ChildProcess = spawn(o.bin ?? 'nats-server', ['-c', confPath], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  let out = '';
-  const keep = (b: Buffer) => (out = (out + b.toString('utf8')).slice(-262_144));
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
+  const out = keepOutput(child, 262_144);
   const spawnError = new Promise<never>((_, rej) => child.once('error', (e) => rej(new Error(`nats-server could not start: ${e.message}`))));
   const t0 = Date.now();
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`nats-server exited (${child.exitCode}):\n${out}`);
+    if (child.exitCode !== null) throw new Error(`nats-server exited (${child.exitCode}):\n${out()}`);
     if (await Promise.race([portOpen(port), spawnError])) break;
     if (Date.now() - t0 > (o.startTimeoutMs ?? 15_000)) {
-      process.kill(-child.pid!, 'SIGKILL');
-      throw new Error(`nats-server did not listen on ${port} within ${o.startTimeoutMs ?? 15_000} ms:\n${out}`);
+      signalGroup(child, 'SIGKILL');
+      throw new Error(`nats-server did not listen on ${port} within ${o.startTimeoutMs ?? 15_000} ms:\n${out()}`);
     }
     await new Promise((r) => setTimeout(r, 50));
   }
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
-    log: () => out,
+    log: out,
     stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) {
-        try {
-          process.kill(-child.pid!, 'SIGTERM');
-        } catch {
-          // already gone
-        }
-        const t = setTimeout(() => {
-          try {
-            process.kill(-child.pid!, 'SIGKILL');
-          } catch {
-            // already gone
-          }
-        }, 5_000);
-        await exited;
-        clearTimeout(t);
-      }
+      if (isRunning(child)) await stopGroup(child, 5_000);
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { TrainingResult } from '../training.run';
+import type { RunResult, StepRecord } from './run.result';
 import { dedupeSeries, lineChartSvg, type PlotMark, type PlotSeries, type PlotStage } from './svg.plot';
 
 /** Metrics columns written first in metrics.csv (the rest follow alphabetically). */
@@ -13,7 +13,7 @@ function csvCell(v: unknown): string {
 }
 
 /** Rows of per-step metrics as CSV text (header + one line per step; empty cell = no value). */
-export function metricsCsv(steps: TrainingResult['steps']): string {
+export function metricsCsv(steps: StepRecord[]): string {
   const keys = new Set<string>();
   for (const s of steps) Object.keys(s.metrics).forEach((k) => keys.add(k));
   const cols = [...FIRST.filter((c) => c === 'step' || c === 'stage' || keys.has(c)), ...[...keys].filter((k) => !FIRST.includes(k)).sort()];
@@ -22,10 +22,10 @@ export function metricsCsv(steps: TrainingResult['steps']): string {
   return lines.join('\n') + '\n';
 }
 
-const series = (steps: TrainingResult['steps'], key: string, label = key): PlotSeries => ({ label, points: steps.map((s) => ({ x: s.step, y: s.metrics[key] ?? null })) });
+const series = (steps: StepRecord[], key: string, label = key): PlotSeries => ({ label, points: steps.map((s) => ({ x: s.step, y: s.metrics[key] ?? null })) });
 
 /** Consecutive steps of one stage, as the plots' bands. */
-export function stagesOf(steps: TrainingResult['steps']): PlotStage[] {
+export function stagesOf(steps: StepRecord[]): PlotStage[] {
   const out: PlotStage[] = [];
   for (const s of [...steps].sort((a, b) => a.step - b.step)) {
     const last = out.at(-1);
@@ -42,7 +42,7 @@ export function stagesOf(steps: TrainingResult['steps']): PlotStage[] {
  * marked), `tool-error-ratio.svg`, `response-length.svg`, `loss.svg`, `kl.svg`, `entropy.svg`,
  * `clip-fraction.svg`; a plot whose metric the run did not record is not written. Returns the file paths.
  */
-export function writeRunReport(dir: string, r: TrainingResult): string[] {
+export function writeRunReport(dir: string, r: RunResult): string[] {
   mkdirSync(dir, { recursive: true });
   const steps = r.steps;
   const stages = stagesOf(steps);

@@ -1,13 +1,13 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import type { RstarEvent } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
-import { generateSyntheticRun, syntheticRunSteps, type RegradeFn } from '@rstar/replay';
-import { REPO_ROOT } from '@rstar/training';
+import type { RegradeFn } from '@rstar/replay';
+import { REPO_ROOT } from '@rstar/sandbox';
+import { freeLocalPort, generateSyntheticRun, stopGroup, syntheticRunSteps } from '@rstar/testing';
 
 const CHROMIUM = process.env.RSTAR_CHROMIUM ?? '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -22,17 +22,6 @@ const exactGrade: RegradeFn = ({ responseText, gold }) => {
   const ok = last === gold;
   return { reward: ok ? 1 : 0, correct: ok, extracted: last, rule: ok ? 'exact' : last === null ? 'no_answer' : 'mismatch' };
 };
-
-async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => res(p));
-    });
-  });
-}
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -105,7 +94,7 @@ export async function run(args: string[]): Promise<object> {
   const tmp = mkdtempSync(join(tmpdir(), 'rstar-bench-dashboard-'));
   const uiDir = join(tmp, 'ui');
   execFileSync(join(REPO_ROOT, 'node_modules/.bin/vite'), ['build', '--config', 'apps/dashboard/vite.config.mts', '--outDir', uiDir, '--emptyOutDir', '--logLevel', 'warn'], { cwd: REPO_ROOT, stdio: 'pipe' });
-  const port = await freePort();
+  const port = await freeLocalPort();
   const cp: ChildProcess = spawn(process.execPath, ['-r', '@swc-node/register', 'services/control-plane/src/main.ts'], {
     cwd: REPO_ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', RSTAR_DATABASE_URL: pg, RSTAR_DB_SCHEMA: schema, RSTAR_UI_DIR: uiDir, RSTAR_NATS_URL: process.env.RSTAR_NATS_URL || 'nats://127.0.0.1:4222', RSTAR_STREAM: 'BENCHDASH', RSTAR_SUBJECT_PREFIX: 'benchdash', RSTAR_LOG_LEVEL: 'error' },
@@ -200,10 +189,7 @@ export async function run(args: string[]): Promise<object> {
     };
   } finally {
     await browser?.close();
-    if (cp.pid && cp.exitCode === null) {
-      process.kill(-cp.pid, 'SIGTERM');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await stopGroup(cp, 5_000);
     rmSync(tmp, { recursive: true, force: true });
   }
 }

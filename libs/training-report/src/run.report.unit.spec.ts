@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { parseRunConfig } from '@rstar/contracts';
 import { metricsCsv, writeRunReport } from './run.report';
 import { dedupeSeries, integerTicks, lineChartSvg } from './svg.plot';
-import type { TrainingResult } from '../training.run';
+import type { RunResult } from './run.result';
 
 describe('metricsCsv', () => {
   it('writes one row per step, the key columns first, empty cells for missing values', () => {
@@ -77,7 +77,7 @@ describe('writeRunReport', () => {
         evaluations: [{ name: 'held-out', afterStep: 0, policyVersion: 0, passAt1: 0.3, prompts: 4, samples: 1 }, { name: 'held-out', afterStep: 3, policyVersion: 3, passAt1: 0.4, prompts: 4, samples: 1 }],
         steps: [0, 1, 2].map((i) => ({ step: i, stage: i < 2 ? 'rl-1' : 'rl-2', metrics: m(i) })),
         seconds: { sft: 0, evalBefore: 0, rl: 0, evalAfter: 0, total: 0 },
-      } as TrainingResult;
+      } as RunResult;
       const files = writeRunReport(dir, r).map((f) => f.slice(dir.length + 1));
       expect(files.sort()).toEqual(['clip-fraction.svg', 'entropy.svg', 'kl.svg', 'loss.svg', 'metrics.csv', 'metrics.json', 'response-length.svg', 'reward.svg', 'tool-error-ratio.svg']);
       const reward = readFileSync(join(dir, 'reward.svg'), 'utf8');

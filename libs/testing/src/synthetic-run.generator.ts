@@ -1,7 +1,11 @@
 import { CharTokenizer, formatToolResponse, renderPrompt, renderToolCall, renderToolTurn, ANSWER_CLOSE, ANSWER_OPEN, IM_END, REASON_CLOSE, type ExecResult } from '@rstar/agent';
 import { ids, makeEvent, streams, toolCallCompletedData, type EventData, type RstarEvent } from '@rstar/contracts';
 import { buildTrainingBatch, clippedLossStats, resampleGroup, rngFromSeed, seedOf, type BatchGroup, type ResampleMode, type Rng } from '@rstar/grpo';
-import { createRegrader, type RegradeFn } from './reward.regrader';
+
+/** Grades one generated rollout, shaped like @rstar/replay's `RegradeFn` (which fits it). */
+export type SyntheticGrader = (input: { rolloutId: string; responseText: string; gold: string; truncated: boolean }) =>
+  | { reward: 0 | 1; correct: boolean; extracted: string | null; rule: string }
+  | Promise<{ reward: 0 | 1; correct: boolean; extracted: string | null; rule: string }>;
 
 /** Runs one tool call for the generator (the real sandbox, or the built-in arithmetic stand-in). */
 export type SyntheticExecutor = (call: { code: string; input: string; timeoutMs: number; memoryMb: number }) => Promise<ExecResult>;
@@ -20,8 +24,11 @@ export interface SyntheticRunOptions {
   responseChars?: number;
   /** Tool executor (default: {@link arithmeticExecutor}, exact for the programs the generator writes). */
   execute?: SyntheticExecutor;
-  /** Grader for RewardAssigned (default: today's grader through {@link createRegrader}). */
-  grade?: RegradeFn;
+  /**
+   * Grader for RewardAssigned: `createRegrader()` of @rstar/replay for today's grader (given by the caller,
+   * so that this test helper does not depend on @rstar/replay, whose own specs use it), or a test's variant.
+   */
+  grade: SyntheticGrader;
   /** First `recordedAt` (default 2025-01-01); each event is 1 ms later, so histories are byte-stable. */
   startAt?: Date;
 }
@@ -81,7 +88,7 @@ function spell(v: bigint, format: number): string {
  * A realistic recorded run built by driving the real libraries over handmade rollouts:
  * arithmetic prompts rendered with the rStar2 template, multi-turn responses with tool calls (some
  * erroneous), answers in several spellings (some wrong, missing, repeated or truncated), tokens from the
- * char tokenizer, rewards from today's grader, GRPO-RoC picks from `resampleGroup`, the training batch
+ * char tokenizer, rewards from `o.grade`, GRPO-RoC picks from `resampleGroup`, the training batch
  * and its hash from `buildTrainingBatch` and the on-policy loss statistics from `clippedLossStats`.
  * There is no model: logprobs are drawn from the seeded stream, and StepOptimized has no checkpoint
  * (`checkpointUri`/`checkpointHash` empty, `gradNorm` 0). The same options always give the same events.
@@ -99,7 +106,7 @@ export async function generateSyntheticRun(o: SyntheticRunOptions): Promise<Rsta
  */
 export async function* syntheticRunSteps(o: SyntheticRunOptions): AsyncGenerator<RstarEvent[]> {
   const execute = o.execute ?? arithmeticExecutor;
-  const grade = o.grade ?? createRegrader();
+  const grade = o.grade;
   const mode = o.mode ?? 'weighted';
   const tok = new CharTokenizer();
   let clock = (o.startAt ?? new Date('2025-01-01T00:00:00.000Z')).getTime();

@@ -5,8 +5,7 @@ import type { RunConfig } from '@rstar/contracts';
 import { writeBatchV2, type TrainingBatch } from '@rstar/grpo';
 import { stageOf } from '../driver/step.plan';
 import type { Trainer, TrainStepContext, TrainStepMetrics } from '../driver/ports';
-import type { StepResult, TrainerWorkerClient } from './trainer-worker.client';
-import { TrainerResultError } from './trainer-worker.errors';
+import { TrainerResultError, type StepResult, type TrainerWorkerClient } from '@rstar/workers';
 
 /** Options of {@link WorkerTrainer}. */
 export interface WorkerTrainerOptions {

@@ -10,6 +10,7 @@ import { readRunEvents, runEventSource } from './event-store.sources';
 import { runPrompts } from './prompt.sources';
 import { resolveDataPath } from './run-config.loader';
 import { StagedBuiltinTrainer } from './staged.trainer';
+import { sftOptionsOf } from './sft.options';
 import { launchHfRun } from './hf/hf-run.launcher';
 
 /** What the optimization service gives the launcher. */
@@ -83,11 +84,7 @@ export async function launchDistributedRun(ev: RstarEvent<'RunStarted'>, deps: L
       await sandbox.start();
       try {
         log('SFT stage', { runId, steps: config.sft.steps });
-        const r = await runSft({
-          steps: config.sft.steps, batchSize: config.sft.batchSize, lr: config.sft.lr, warmupSteps: config.sft.warmupSteps, seed: config.seed,
-          model: config.policy.model, trainSize: config.data.trainSize, heldOutSize: Math.min(16, config.data.heldOutSize), toolErrorRate: config.sft.toolErrorRate ?? 0, toolErrorKinds: config.sft.toolErrorKinds, outDir: join(dir, 'sft'),
-          execute: (req) => sandbox.execute({ code: req.code, input: req.input, timeoutMs: config.tool.timeoutMs, memoryMb: config.tool.memoryMb }),
-        });
+        const r = await runSft(sftOptionsOf(config, { outDir: join(dir, 'sft'), sandbox }));
         r.model.dispose();
         weights = r.checkpoint.dir;
       } finally {

@@ -4,7 +4,7 @@ import { EventStore } from '@rstar/event-store';
 import { KafkaExporter } from '@rstar/kafka-export';
 import { createLogger } from '@rstar/telemetry';
 import { makeEvents } from './bench.events';
-import { startBenchKafka } from './kafka-broker.process';
+import { startKafkaBroker } from '@rstar/testing';
 
 /**
  * `pnpm bench kafka [--events N] [--runs R] [--batch B]`: does the Kafka export keep up with the archive?
@@ -28,7 +28,7 @@ export async function run(args: string[]): Promise<object> {
   const quiet = createLogger('bench', { level: 'warn' });
 
   const external = process.env.RSTAR_KAFKA_BROKERS;
-  const kafka = external ? { broker: external.split(',')[0], stop: async () => undefined } : await startBenchKafka();
+  const kafka = external ? { broker: external.split(',')[0], destroy: async () => undefined } : await startKafkaBroker();
   progress(`${n} events over ${runs} runs; broker ${kafka.broker}${external ? '' : ' (private)'}, Postgres ${pgUrl.replace(/:[^:@/]+@/, ':***@')}`);
   const store = await EventStore.connect({ connectionString: pgUrl, schema });
   const exporter = new KafkaExporter({ connectionString: pgUrl, schema, brokers: [kafka.broker], topic: schema, partitions: 6, batchSize: batch, pollMs: 50, logger: quiet });
@@ -84,7 +84,7 @@ export async function run(args: string[]): Promise<object> {
   } finally {
     await exporter.stop().catch(() => undefined);
     await store.close().catch(() => undefined);
-    await kafka.stop();
+    await kafka.destroy();
     const c = new Client({ connectionString: pgUrl });
     await c.connect();
     await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { EventStore } from '@rstar/event-store';
 import { JetStreamBus, securedBusOptionsFromEnv } from '@rstar/messaging';
 import { Archiver } from '@rstar/runtime';
-import { generateSecrets, natsServerVersion, startNatsServer, type GeneratedSecrets } from '@rstar/security';
+import { generateSecrets, type GeneratedSecrets } from '@rstar/security';
+import { natsServerVersion, startNatsServer } from '@rstar/testing';
 import { createLogger, type Logger } from '@rstar/telemetry';
 import { makeEvents } from './bench.events';
 

@@ -10,9 +10,9 @@ interface Case {
   kind: string;
 }
 
-const CASES_FILE = resolve(__dirname, '../../../grader/fixtures/grading-cases.jsonl');
+const CASES_FILE = resolve(__dirname, '../../../libs/grader/fixtures/grading-cases.jsonl');
 /** Real answers with their problems (the regression corpus): the problem-aware path. */
-const CORPUS_FILE = resolve(__dirname, '../../../grader/fixtures/trajectory-verdicts.jsonl');
+const CORPUS_FILE = resolve(__dirname, '../../../libs/grader/fixtures/trajectory-verdicts.jsonl');
 /** Kinds whose grading goes through expression evaluation (radicals, pi/e, algebra, relations, matrices). */
 const SYMBOLIC_KINDS = new Set(['radical', 'constant_pi_e', 'symbolic_expression', 'equation', 'inequality_relation', 'matrix_vector', 'interval', 'robustness']);
 

@@ -12,7 +12,7 @@ import { resolve } from 'node:path';
  * (`bash workers/setup.sh`); RSTAR_WORKERS_PYTHON overrides the interpreter.
  */
 export async function run(args: string[]): Promise<Record<string, unknown>> {
-  const root = resolve(__dirname, '../../../..');
+  const root = resolve(__dirname, '../../..');
   const python = process.env.RSTAR_WORKERS_PYTHON ?? resolve(root, 'workers/.venv/bin/python');
   if (!existsSync(python)) throw new Error(`no worker Python at ${python}: run \`bash workers/setup.sh\` first (or set RSTAR_WORKERS_PYTHON)`);
   const script = resolve(root, 'workers/trainer/bench/trainer_bench.py');

@@ -1,4 +1,4 @@
-import type { TrainProgress } from './training.run';
+import type { TrainProgress } from './run.result';
 
 const f = (v: number | null | undefined, d = 3) => (v === null || v === undefined ? '-' : v.toFixed(d));
 

@@ -4,7 +4,7 @@ import type { TrainingBatch } from '@rstar/grpo';
 import { Rng, deriveSeed, generateTasks, type CodeExecutor } from '@rstar/policy';
 import { RunRefusedError } from '../run.errors';
 import { WorkerTrainer } from '../worker/worker.trainer';
-import type { TrainerWorkerClient } from '../worker/trainer-worker.client';
+import type { TrainerWorkerClient } from '@rstar/workers';
 import { buildHfSftTrace, type HfSftTrace, type HfTraceTokenizer } from './hf-sft.traces';
 
 /** Options of {@link runWorkerSft}. */
