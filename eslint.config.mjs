@@ -21,9 +21,11 @@ export const SCOPE_MAY_USE = {
   'scope:training': LIB_SCOPES,
   'scope:service': [...LIB_SCOPES, 'scope:service'],
   'scope:cli': LIB_SCOPES,
-  'scope:bench': LIB_SCOPES,
+  // The test helpers (libs/testing) build whole runs, so they may use every lib; only specs, benches and e2e use them.
+  'scope:testing': LIB_SCOPES,
+  'scope:bench': [...LIB_SCOPES, 'scope:testing'],
   'scope:ui': ['scope:views'],
-  'scope:e2e': [...LIB_SCOPES, 'scope:service'],
+  'scope:e2e': [...LIB_SCOPES, 'scope:service', 'scope:testing'],
 };
 
 const boundaries = (extraForTests) => [
@@ -40,7 +42,10 @@ const boundaries = (extraForTests) => [
       { sourceTag: 'type:bench', onlyDependOnLibsWithTags: ['type:lib', 'type:test-support'] },
       { sourceTag: 'type:test-support', onlyDependOnLibsWithTags: ['type:lib'] },
       { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:lib', 'type:test-support'] },
-      ...Object.entries(SCOPE_MAY_USE).map(([sourceTag, may]) => ({ sourceTag, onlyDependOnLibsWithTags: may })),
+      ...Object.entries(SCOPE_MAY_USE).map(([sourceTag, may]) => ({
+        sourceTag,
+        onlyDependOnLibsWithTags: extraForTests.length > 0 ? [...new Set([...may, 'scope:testing'])] : may,
+      })),
     ],
   },
 ];
