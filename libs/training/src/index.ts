@@ -22,4 +22,5 @@ export * from './pipeline.consumers';
 export * from './worker';
 export * from './hf';
 export * from './sft.cache';
+export * from './code.version';
 export * from './checkpoint.pruner';

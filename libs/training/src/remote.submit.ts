@@ -1,5 +1,6 @@
 import { ids, makeEvent, streams, type RunConfig } from '@rstar/contracts';
 import { JetStreamBus, securedBusOptionsFromEnv, type EventBus } from '@rstar/messaging';
+import { codeVersion } from './code.version';
 import { pipelineDurables, waitForConsumers } from './pipeline.consumers';
 import { STEP_LINE_LEGEND, stepSummaryLine } from './step-summary.line';
 
@@ -71,7 +72,7 @@ export async function submitRemoteRun(config: RunConfig, opts: RemoteSubmitOptio
           await bus.publish(
             makeEvent('RunStarted', {
               runId, streamId: streams.run(runId), key: runId, producer: 'cli',
-              data: { config: config as unknown as Record<string, unknown>, seed: config.seed, codeVersion: process.env.RSTAR_CODE_VERSION ?? 'dev', mode: 'distributed' },
+              data: { config: config as unknown as Record<string, unknown>, seed: config.seed, codeVersion: codeVersion(), mode: 'distributed' },
             }),
           );
           say(`submitted run ${runId} (${total} RL steps); waiting for the optimization service`);

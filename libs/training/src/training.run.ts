@@ -16,6 +16,7 @@ import { startRolloutServices } from './rollout-services.starter';
 import { StagedBuiltinTrainer } from './staged.trainer';
 import { restoreSft, sftCacheKey, sftCodeVersion, storeSft } from './sft.cache';
 import { pruneCheckpoints } from './checkpoint.pruner';
+import { codeVersion } from './code.version';
 import { TrackerFeed, trackersOf } from '@rstar/trackers';
 
 export { RunRefusedError } from './run.errors';
@@ -148,6 +149,7 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
   const say = (text: string) => opts.onProgress?.({ phase: 'message', text });
   const t0 = Date.now();
   const runId = opts.runId ?? ids.newRun();
+  const version = codeVersion();
   const outDir = resolve(opts.outDir ?? join(REPO_ROOT, 'runs', runId));
   mkdirSync(outDir, { recursive: true });
 
@@ -185,8 +187,8 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
       checkpoint = resolve(REPO_ROOT, config.policy.checkpoint);
     } else {
       const sftDir = join(outDir, 'checkpoints', 'sft');
-      const codeVersion = (opts.reuseSft ?? process.env.RSTAR_SFT_CACHE !== '0') ? sftCodeVersion() : null;
-      const key = codeVersion ? sftCacheKey(config, codeVersion) : null;
+      const sftVersion = (opts.reuseSft ?? process.env.RSTAR_SFT_CACHE !== '0') ? sftCodeVersion() : null;
+      const key = sftVersion ? sftCacheKey(config, sftVersion) : null;
       const cached = key ? restoreSft(key, sftDir) : null;
       if (cached) {
         checkpoint = sftDir;
@@ -208,7 +210,7 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
         r.model.dispose();
         checkpoint = r.checkpoint.dir;
         sft = { steps: r.steps, seconds: r.trainSeconds, finalLoss: r.finalLoss, checkpoint, reused: false };
-        if (key && codeVersion) storeSft({ key, codeVersion, steps: r.steps, trainSeconds: r.trainSeconds, finalLoss: r.finalLoss, createdAt: new Date().toISOString() }, checkpoint);
+        if (key && sftVersion) storeSft({ key, codeVersion: sftVersion, steps: r.steps, trainSeconds: r.trainSeconds, finalLoss: r.finalLoss, createdAt: new Date().toISOString() }, checkpoint);
       }
     }
     const sftSeconds = since(tSft);
@@ -233,7 +235,7 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
     const trackers = sinks.length
       ? new TrackerFeed(runtime.bus, {
           runId, sinks, sampleRollouts: config.trackers?.sampleRollouts,
-          run: { runId, name: config.name, config: config as unknown as Record<string, unknown>, seed: config.seed, codeVersion: process.env.RSTAR_CODE_VERSION ?? 'dev', mode: runtime.mode },
+          run: { runId, name: config.name, config: config as unknown as Record<string, unknown>, seed: config.seed, codeVersion: version, mode: runtime.mode },
           onError: (e) => say(`tracker: ${e.message} (the run goes on without it)`),
         })
       : null;
@@ -261,7 +263,7 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
     trainer.beginStep(opts.resume ? resumePoint(await readRunEvents(store, runId)).nextStep : 0);
     const optimization = new OptimizationHandler(bus, {
       config, runId, prompts: train, trainer, engines: [], checkpointDir: join(outDir, 'checkpoints'),
-      store: runEventSource(store), mode: runtime.mode, codeVersion: process.env.RSTAR_CODE_VERSION ?? 'dev',
+      store: runEventSource(store), mode: runtime.mode, codeVersion: version,
       onStep: (step, stage, metrics) => {
         trainer.beginStep(step + 1);
         if (config.checkpoints) pruneCheckpoints(join(outDir, 'checkpoints'), config.checkpoints.keepLast);

@@ -10,6 +10,7 @@ import { totalSteps } from '../driver';
 import { readRunEvents } from '../event-store.sources';
 import { evaluatePassAt1, poolToolExecutor, type PassAt1Report } from '../pass-at-1.evaluator';
 import { runPrompts } from '../prompt.sources';
+import { codeVersion } from '../code.version';
 import { REPO_ROOT, resolveDataPath } from '../run-config.loader';
 import { RunRefusedError } from '../run.errors';
 import { startRolloutServices } from '../rollout-services.starter';
@@ -89,7 +90,7 @@ export async function runHfTraining(config: RunConfig, opts: HfTrainingOptions =
     const records: StepRecord[] = [];
     const ev = makeEvent('RunStarted', {
       runId, streamId: streams.run(runId), key: runId, producer: 'cli',
-      data: { config: runConfig as unknown as Record<string, unknown>, seed: config.seed, codeVersion: process.env.RSTAR_CODE_VERSION ?? 'dev', mode: runtime.mode },
+      data: { config: runConfig as unknown as Record<string, unknown>, seed: config.seed, codeVersion: codeVersion(), mode: runtime.mode },
     });
     // The step summaries come from the run's StepCompleted events, as `--remote` prints them.
     const follow = await runtime.bus.subscribe({
