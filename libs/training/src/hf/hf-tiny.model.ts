@@ -9,11 +9,11 @@ export type HfTinySettings = Omit<TinyModelOptions, 'out' | 'corpus' | 'python'>
 
 /**
  * The hf-tiny architecture of the `hf-tiny` preset: a 2-layer Qwen2, d_model 64, 4 heads, MLP 256 (~0.17M
- * parameters with its 577-token vocabulary). Why this small: on the same SFT traces and schedule (400
- * updates of 32, lr 3e-3), the former 4-layer d_model-128 shape sat on the loss plateau of a model that has
- * learnt the format but not copying (~0.41: every digit it must copy from the problem into the code, or
- * from the tool output into `\boxed{}`, is a guess) for the whole run, and was 3x slower per update; this
- * shape leaves the plateau after ~200 updates and ends at ~0.05 (README, "Training a Hugging Face model").
+ * parameters with its 577-token vocabulary). Why this small: on the same SFT traces and optimizer (lr 3e-3,
+ * batch 32), the former 4-layer d_model-128 shape was still at ~0.39-0.41 after 250 updates, the plateau of a
+ * model that has learnt the format but copies no digit (from the problem into the code, or from the tool
+ * output into `\boxed{}`), and ~3x slower per update; this shape leaves that plateau after ~250 updates and
+ * ends near 0.05 after 400 (README, "Training a Hugging Face model").
  */
 export const HF_TINY_SETTINGS: HfTinySettings = { hiddenSize: 64, layers: 2, heads: 4, kvHeads: 4, intermediateSize: 256, vocabSize: 2048, seed: 0 };
 
