@@ -11,7 +11,7 @@ import { join } from 'node:path';
 async function main(): Promise<void> {
   const program = new Command('rstar')
     .description('rstar: event-sourced agentic RL (GRPO-RoC) with a Python code tool')
-    .version(version(), '-V, --version', 'print the version (and RSTAR_CODE_VERSION, which runs record, when set)')
+    .version(await version(), '-V, --version', 'print the version and the code version runs record (git commit, or RSTAR_CODE_VERSION)')
     .showHelpAfterError();
   const dir = join(__dirname, 'commands');
   for (const f of readdirSync(dir).filter((f) => /\.command\.(ts|js)$/.test(f)).sort()) {
@@ -21,15 +21,21 @@ async function main(): Promise<void> {
   await program.parseAsync(process.argv);
 }
 
-/** The CLI package's version, plus the code version runs record (`RSTAR_CODE_VERSION`, default `dev`). */
-function version(): string {
+/**
+ * The CLI package's version, plus the code version runs record in `RunStarted` (`codeVersion`: the git
+ * commit, `-dirty` when changed, or `RSTAR_CODE_VERSION`). That needs git and the training lib, so it is
+ * only worked out when `--version` is asked for.
+ */
+async function version(): Promise<string> {
+  if (!process.argv.slice(2).some((a) => a === '-V' || a === '--version')) return 'rstar';
   let v = 'unknown';
   try {
     v = (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version;
   } catch {
     // A bundled CLI without its package.json still answers --version.
   }
-  return `rstar ${v} (code version ${process.env.RSTAR_CODE_VERSION ?? 'dev'})`;
+  const { codeVersion } = await import('@rstar/training');
+  return `rstar ${v} (code version ${codeVersion()})`;
 }
 
 main().catch((e) => {

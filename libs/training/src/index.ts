@@ -10,4 +10,5 @@ export * from './training.run';
 export * from './worker';
 export * from './hf';
 export * from './sft.cache';
+export * from './code.version';
 export * from './checkpoint.pruner';

@@ -1,6 +1,7 @@
 import { ids, makeEvent, streams, type RunConfig, RstarError } from '@rstar/contracts';
 import { JetStreamBus, securedBusOptionsFromEnv, type EventBus } from '@rstar/messaging';
 import { pipelineDurables, RunRefusedError, waitForConsumers } from '@rstar/step-driver';
+import { codeVersion } from './code.version';
 import { STEP_LINE_LEGEND, stepSummaryLine } from '@rstar/training-report';
 
 /** A remote run that ended with `RunFailed`. */
@@ -69,7 +70,7 @@ export async function submitRemoteRun(config: RunConfig, opts: RemoteSubmitOptio
           await bus.publish(
             makeEvent('RunStarted', {
               runId, streamId: streams.run(runId), key: runId, producer: 'cli',
-              data: { config: config as unknown as Record<string, unknown>, seed: config.seed, codeVersion: process.env.RSTAR_CODE_VERSION ?? 'dev', mode: 'distributed' },
+              data: { config: config as unknown as Record<string, unknown>, seed: config.seed, codeVersion: codeVersion(), mode: 'distributed' },
             }),
           );
           say(`submitted run ${runId} (${total} RL steps); waiting for the optimization service`);

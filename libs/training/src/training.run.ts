@@ -15,6 +15,7 @@ import { evaluatePassAt1, poolToolExecutor, type PassAt1Options, type PassAt1Rep
 import { startRolloutServices } from './rollout-services.starter';
 import { restoreSft, sftCacheKey, sftCodeVersion, storeSft } from './sft.cache';
 import { pruneCheckpoints } from './checkpoint.pruner';
+import { codeVersion } from './code.version';
 import { TrackerFeed, trackersOf } from '@rstar/trackers';
 import type { RunResult, StepRecord, TrainProgress } from '@rstar/training-report';
 
@@ -107,6 +108,8 @@ interface StandaloneRun {
   sandbox: SandboxPool;
   /** A progress message (`phase: 'message'`). */
   say: (text: string) => void;
+  /** The code version the run records (taken once at its start: libs/training code.version.ts). */
+  codeVersion: string;
 }
 
 /** The engine the held-out evaluations and the rollouts use, and the prompts and tools of the evaluations. */
@@ -143,7 +146,7 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
   await sandbox.start();
   const ownRuntime = !opts.runtime;
   const runtime = opts.runtime ?? (await connectRuntime({ dataDir: join(outDir, 'events') }));
-  const run: StandaloneRun = { runId, outDir, opts, runtime, sandbox, say };
+  const run: StandaloneRun = { runId, outDir, opts, runtime, sandbox, say, codeVersion: codeVersion() };
   let engine: BuiltinEngine | null = null;
   const stops: Array<() => Promise<void>> = [];
   try {
@@ -281,7 +284,7 @@ async function startTrackers(run: StandaloneRun, config: RunConfig): Promise<Tra
   if (!sinks.length) return null;
   const trackers = new TrackerFeed(run.runtime.bus, {
     runId: run.runId, sinks, sampleRollouts: config.trackers?.sampleRollouts,
-    run: { runId: run.runId, name: config.name, config: config as unknown as Record<string, unknown>, seed: config.seed, codeVersion: process.env.RSTAR_CODE_VERSION ?? 'dev', mode: run.runtime.mode },
+    run: { runId: run.runId, name: config.name, config: config as unknown as Record<string, unknown>, seed: config.seed, codeVersion: run.codeVersion, mode: run.runtime.mode },
     onError: (e) => run.say(`tracker: ${e.message} (the run goes on without it)`),
   });
   await trackers.start();
@@ -311,7 +314,7 @@ async function rlStage(
   trainer.beginStep(opts.resume ? resumePoint(await readRunEvents(store, runId)).nextStep : 0);
   const optimization = new OptimizationHandler(bus, {
     config, runId, prompts: o.train, trainer, engines: [], checkpointDir: join(outDir, 'checkpoints'),
-    store: runEventSource(store), mode: run.runtime.mode, codeVersion: process.env.RSTAR_CODE_VERSION ?? 'dev',
+    store: runEventSource(store), mode: run.runtime.mode, codeVersion: run.codeVersion,
     onStep: (step, stage, metrics) => {
       trainer.beginStep(step + 1);
       if (config.checkpoints) pruneCheckpoints(join(outDir, 'checkpoints'), config.checkpoints.keepLast);

@@ -12,6 +12,7 @@ import { startRolloutServices } from '../rollout-services.starter';
 import type { StepRecord } from '@rstar/training-report';
 import { heldOutEvalOptions, type TrainingOptions, type TrainingResult } from '../training.run';
 import { ensureHfTinyModel } from './hf-tiny.model';
+import { codeVersion } from '../code.version';
 
 /** Options of {@link runHfTraining}: those of `runTraining`, plus CPU threads of the started worker processes. */
 export interface HfTrainingOptions extends TrainingOptions {
@@ -39,6 +40,7 @@ export async function runHfTraining(config: RunConfig, opts: HfTrainingOptions =
   if (config.validateOnly) throw new RunRefusedError(`config "${config.name}" is validateOnly: it needs GPUs (it is valid; run it on a cluster, or use --preset hf-tiny here)`, 'validateOnly');
   const say = (text: string) => opts.onProgress?.({ phase: 'message', text });
   const t0 = Date.now();
+  const version = codeVersion();
   const runId = opts.runId ?? ids.newRun();
   const outDir = resolve(opts.outDir ?? join(REPO_ROOT, 'runs', runId));
   mkdirSync(outDir, { recursive: true });
@@ -85,7 +87,7 @@ export async function runHfTraining(config: RunConfig, opts: HfTrainingOptions =
     const records: StepRecord[] = [];
     const ev = makeEvent('RunStarted', {
       runId, streamId: streams.run(runId), key: runId, producer: 'cli',
-      data: { config: runConfig as unknown as Record<string, unknown>, seed: config.seed, codeVersion: process.env.RSTAR_CODE_VERSION ?? 'dev', mode: runtime.mode },
+      data: { config: runConfig as unknown as Record<string, unknown>, seed: config.seed, codeVersion: version, mode: runtime.mode },
     });
     // The step summaries come from the run's StepCompleted events, as `--remote` prints them.
     const follow = await runtime.bus.subscribe({
