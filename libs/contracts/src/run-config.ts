@@ -210,6 +210,7 @@ export type ModelConfig = z.infer<typeof ModelConfigSchema>;
  * fix, e.g. `stages.0.lr: expected number, received string (fix the value in your YAML)`.
  */
 export function parseRunConfig(input: unknown): RunConfig {
+  refuseIgnoredFields(input);
   const r = RunConfigSchema.safeParse(input);
   if (!r.success) {
     const msgs = r.error.issues.map((i) => {
@@ -250,6 +251,45 @@ export function parseRunConfig(input: unknown): RunConfig {
     throw new ConfigError('data.path is required when data.source is "file" (give a JSON-lines dataset)', 'data.path');
   }
   return c;
+}
+
+/** Config fields holding a file or directory path that rstar's services open from their own file system. */
+export const PATH_FIELDS = ['policy.path', 'policy.checkpoint', 'data.path', 'data.heldOutPath'] as const;
+
+const URI = /^([a-zA-Z][a-zA-Z0-9+.-]*):\/\//;
+
+function at(obj: unknown, path: string): unknown {
+  let v: unknown = obj;
+  for (const k of path.split('.')) v = v !== null && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined;
+  return v;
+}
+
+/**
+ * Refuse, before schema validation, what the services would silently ignore or misread (each error names
+ * the field and the fix):
+ * - a URI (`s3://`, `gs://`, `https://`, even `file://`) in a path field: no code fetches one, and a
+ *   relative-looking `s3://…` would be resolved as a local path;
+ * - `policy.model` with `policy.kind: hf`: the model's shape comes from its `config.json`, not from the run config.
+ * Throws {@link ConfigError}.
+ */
+export function refuseIgnoredFields(input: unknown): void {
+  for (const field of PATH_FIELDS) {
+    const v = at(input, field);
+    const m = typeof v === 'string' ? URI.exec(v) : null;
+    if (m) {
+      throw new ConfigError(
+        `${field} is the URI "${v}", but rstar reads only paths on the file system the services see (no code fetches ${m[1]}:// URIs): copy it to a volume the services mount (e.g. /shared/... or /models/...) and give that path`,
+        field,
+      );
+    }
+  }
+  const kind = at(input, 'policy.kind');
+  if ((kind === 'hf' || kind === 'external') && at(input, 'policy.model') !== undefined) {
+    throw new ConfigError(
+      'policy.model is ignored by a Hugging Face policy (policy.kind "hf"): its shape comes from the model directory\'s config.json; remove policy.model (policy.path or policy.name names the model)',
+      'policy.model',
+    );
+  }
 }
 
 /** Every response token budget of a run config with its field path: each stage's, then the evaluation's. */
