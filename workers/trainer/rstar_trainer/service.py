@@ -133,6 +133,9 @@ class StepService:
         # What the in-memory weights are: (runId, policyVersion); ("", -1) = the pristine base model.
         self.loaded: tuple[str, int] | None = ("", -1)
         self.stopping = False
+        # Counters since start, for GET /metrics.
+        self.counters = {"steps_done": 0, "steps_failed": 0, "trained_tokens": 0, "train_seconds": 0.0}
+        self.last_step: dict = {}
         self.thread = threading.Thread(target=self._loop, name="trainer-steps", daemon=True)
 
     # ------------------------------------------------------------- paths
@@ -386,8 +389,14 @@ class StepService:
                 "worldSize": self.ctx.world, "device": str(self.ctx.device), "dtype": self.dtype_name,
             }
             write_json_atomic(os.path.join(sd, "result.json"), result)
+            self.counters["steps_done"] += 1
+            self.counters["trained_tokens"] += int(req["tokens"])
+            self.counters["train_seconds"] += float(metrics["trainSeconds"])
+            self.last_step = result
         except RstarWorkerError as e:
+            self.counters["steps_failed"] += 1
             write_json_atomic(os.path.join(sd, "error.json"), {**e.to_json(), "status": e.status})
         except Exception as e:  # noqa: BLE001 - a failed step is reported, the worker keeps serving
+            self.counters["steps_failed"] += 1
             traceback.print_exc()
             write_json_atomic(os.path.join(sd, "error.json"), {"code": "train_failed", "message": f"{type(e).__name__}: {e}", "status": 500})
