@@ -65,6 +65,14 @@ describe('run config errors name the field and the fix', () => {
     expect(e.message).toMatch(/config\.json; remove policy\.model/);
   });
 
+  it('engine entries a built-in run would ignore are refused naming them', () => {
+    expect(refused({ stages: [stage], engines: [{ kind: 'builtin' }, { kind: 'builtin' }] }).field).toBe('engines.1');
+    const e = refused({ stages: [stage], engines: [{ kind: 'builtin', url: 'http://127.0.0.1:30000' }] });
+    expect(e.field).toBe('engines.0.url');
+    expect(e.message).toMatch(/remove the url/);
+    expect(parseRunConfig({ stages: [stage], engines: [{ kind: 'builtin', kvCapacityTokens: 4096 }] }).engines[0].kvCapacityTokens).toBe(4096);
+  });
+
   it('every preset under configs/ validates', () => {
     const dir = resolve(__dirname, '../../../configs');
     const presets = readdirSync(dir).filter((f) => f.endsWith('.yaml'));

@@ -130,7 +130,7 @@ export const RunConfigSchema = z.strictObject({
       miniBatch: z.number().int().min(1).optional(),
       /** `worker`: passes over the batch per step (default 1). */
       ppoEpochs: z.number().int().min(1).optional(),
-      /** `worker`: cap of padded tokens (sequences x longest) per micro-batch. */
+      /** `worker`: cap of tokens per packed micro-batch (sequences laid end to end, no padding). */
       microBatchTokens: z.number().int().min(1).optional(),
       /** `worker`: recompute activations in the backward pass (less memory). */
       gradientCheckpointing: z.boolean().optional(),
@@ -157,6 +157,7 @@ export const RunConfigSchema = z.strictObject({
       z.strictObject({
         kind: z.enum(['builtin', 'sglang', 'vllm']),
         url: z.string().url().nullable().default(null),
+        /** KV-cache capacity in tokens: the built-in engine's (default policy.model.context x 64) or the reference engine's (65536); real engines report theirs. */
         kvCapacityTokens: z.number().int().positive().nullable().default(null),
       }),
     )
@@ -241,6 +242,13 @@ export function parseRunConfig(input: unknown): RunConfig {
     throw new ConfigError('policy.kind "hf" needs real engines (engines[].kind sglang or vllm; the reference engine of workers/trainer speaks both)', 'engines');
   }
   if (!hf) {
+    // A built-in run starts exactly one built-in engine of its own: more entries, or a URL, would be ignored.
+    if (c.engines.length > 1) {
+      throw new ConfigError(`engines.1: a built-in policy run starts one built-in engine itself and would ignore engines 1..${c.engines.length - 1}; keep one entry (its kvCapacityTokens sets the engine's KV capacity)`, 'engines.1');
+    }
+    if (c.engines[0]?.url) {
+      throw new ConfigError(`engines.0.url "${c.engines[0].url}" would be ignored: a built-in policy run starts its own engine on a free port; remove the url`, 'engines.0.url');
+    }
     // The built-in policy's context holds the prompt and the response: a budget that fills it leaves no prompt room.
     const ctx = c.policy.model.context;
     for (const [field, n] of responseBudgets(c)) {
