@@ -102,11 +102,11 @@ def main() -> int:
     g_padded = {k: p.grad.detach().float() for k, p in model.named_parameters() if p.grad is not None}
     top = max(float(g.abs().max()) for g in g_padded.values())
     worst = max(float((g_packed[k] - g_padded[k]).abs().max()) for k in g_padded) / max(top, 1e-30)
-    loss_diff = abs(float(packed) - float(padded))
+    loss_diff = abs(float(packed.detach()) - float(padded.detach()))
     ok = loss_diff <= tol and worst <= tol and g_packed.keys() == g_padded.keys()
     print(json.dumps({"check": "packed-vs-padded", "ok": ok, "device": str(device), "dtype": str(dtype).replace("torch.", ""),
                       "attentionPacked": attention_implementation(device), "attentionPadded": "sdpa",
-                      "sequences": n, "tokens": int(sum(lens)), "paddedTokens": n * L, "lossPacked": float(packed), "lossPadded": float(padded),
+                      "sequences": n, "tokens": int(sum(lens)), "paddedTokens": n * L, "lossPacked": float(packed.detach()), "lossPadded": float(padded.detach()),
                       "lossDiff": loss_diff, "gradMaxDiffRelative": worst, "tolerance": tol,
                       "peakGiBPacked": packed_peak, "peakGiBPadded": padded_peak}), flush=True)
     return 0 if ok else 1

@@ -183,12 +183,13 @@ class PolicyTrainer:
         m = self.model
         if on == getattr(self, "_checkpointing", False):
             return
-        enable = getattr(m, "activation_checkpointing_enable", None) or m.gradient_checkpointing_enable
-        disable = getattr(m, "activation_checkpointing_disable", None) or m.gradient_checkpointing_disable
         if on:
-            enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            if hasattr(m, "activation_checkpointing_enable"):  # transformers >= 5 (the old name is deprecated)
+                m.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+            else:
+                m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         else:
-            disable()
+            (getattr(m, "activation_checkpointing_disable", None) or m.gradient_checkpointing_disable)()
         self._checkpointing = on
 
     def check_vocab(self, batch: TrainingBatch) -> None:

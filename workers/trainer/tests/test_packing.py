@@ -144,3 +144,15 @@ def test_packed_sequences_do_not_attend_to_each_other(tiny_model):
     with torch.no_grad():
         alone, _ = trainer._logprobs(trainer._micro(arrays), 1.0, entropy=False)
     assert torch.allclose(alone, out[0][1], atol=1e-6)
+
+
+def test_activation_checkpointing_gives_the_same_step(tiny_model):
+    from rstar_trainer.config import OptimizerConfig
+
+    batch = _batch(random_sequences(3, 6, 30, 500, seed=21) + random_sequences(2, 9, 12, 500, seed=22))
+    out = []
+    for gc in (False, True):
+        trainer = _trainer(tiny_model)
+        opt = OptimizerConfig.parse({"lr": 1e-3, "microBatch": 2, "microBatchTokens": 80, "gradientCheckpointing": gc})
+        out.append(trainer.train_step(batch, LossConfig(), opt, "grpo", 0))
+    assert abs(out[0]["loss"] - out[1]["loss"]) < 1e-6 and abs(out[0]["gradNorm"] - out[1]["gradNorm"]) < 1e-5 * max(1.0, out[0]["gradNorm"])
