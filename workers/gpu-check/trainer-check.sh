@@ -2,8 +2,8 @@
 # GPU check of the trainer worker's step on one GPU, with a random-initialised Qwen2 of Qwen2.5-0.5B's shape
 # (24 layers, hidden 896, vocab 151936; no download):
 #   1. packed vs padded: the worker's packed micro-batch (flash-attention varlen where `flash_attn` is installed,
-#      else SDPA with the block mask) against a padded [B, L] batch — loss and gradients in fp32 (TF32 off),
-#      and the peak memory of each;
+#      else SDPA with the block mask) against a padded [B, L] batch — loss and gradients in fp32 (TF32 off; SDPA,
+#      flash-attention has no fp32) and, for information, in bf16 (flash varlen when installed); peak memory of each;
 #   2. bf16 training tokens/s, MFU and peak memory of `train_step` (one process);
 #   3. the same with 2 processes on the one GPU under torchrun (FSDP2 + sharded loading over gloo, since NCCL
 #      refuses two ranks on one GPU); reported as "did not fit" when it fails, with the reason.
@@ -44,6 +44,11 @@ status=0
 echo "== 1. packed vs padded ($device, fp32)" >&2
 packing=$("$py" "$here/trainer_packing_check.py" --model "$model" --device "$device" --dtype fp32 --lengths "$lengths" | tail -1) || status=1
 echo "$packing"
+if [ "$device" != cpu ]; then
+  # bf16 (flash-attention varlen when flash_attn is installed): informational, the kernels round differently.
+  echo "== 1b. packed vs padded ($device, bf16; informational)" >&2
+  "$py" "$here/trainer_packing_check.py" --model "$model" --device "$device" --dtype bf16 --lengths "$lengths" | tail -1 || true
+fi
 
 echo "== 2. one process, $dtype" >&2
 one=$("$py" "$root/workers/trainer/bench/gpu_bench.py" "${bench[@]}" --dtype "$dtype" | tail -1) || { echo "trainer-check.sh: the one-process run failed" >&2; exit 1; }

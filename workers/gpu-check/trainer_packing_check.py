@@ -105,7 +105,7 @@ def main() -> int:
     loss_diff = abs(float(packed.detach()) - float(padded.detach()))
     ok = loss_diff <= tol and worst <= tol and g_packed.keys() == g_padded.keys()
     print(json.dumps({"check": "packed-vs-padded", "ok": ok, "device": str(device), "dtype": str(dtype).replace("torch.", ""),
-                      "attentionPacked": attention_implementation(device), "attentionPadded": "sdpa",
+                      "attentionPacked": attention_implementation(device, dtype), "attentionPadded": "sdpa",
                       "sequences": n, "tokens": int(sum(lens)), "paddedTokens": n * L, "lossPacked": float(packed.detach()), "lossPadded": float(padded.detach()),
                       "lossDiff": loss_diff, "gradMaxDiffRelative": worst, "tolerance": tol,
                       "peakGiBPacked": packed_peak, "peakGiBPadded": padded_peak}), flush=True)

@@ -74,12 +74,13 @@ class Micro:
     weight: float = 1.0
 
 
-def attention_implementation(device: torch.device) -> str:
-    """flash-attention 2 (varlen over the packed sequences) on a GPU where the package is installed,
-    else PyTorch SDPA with the block-diagonal causal mask transformers derives from the position ids."""
+def attention_implementation(device: torch.device, dtype: torch.dtype = torch.bfloat16) -> str:
+    """flash-attention 2 (varlen over the packed sequences) on a GPU where the package is installed and
+    the compute dtype is 16-bit (its kernels have no fp32), else PyTorch SDPA with the block-diagonal
+    causal mask transformers derives from the position ids."""
     import importlib.util
 
-    if device.type == "cuda" and importlib.util.find_spec("flash_attn") is not None:
+    if device.type == "cuda" and dtype in (torch.bfloat16, torch.float16) and importlib.util.find_spec("flash_attn") is not None:
         return "flash_attention_2"
     return "sdpa"
 
@@ -123,7 +124,7 @@ class PolicyTrainer:
         if isinstance(base_dtype, str):
             base_dtype = getattr(torch, base_dtype, torch.float32)
         self.save_dtype = base_dtype if isinstance(base_dtype, torch.dtype) else torch.float32
-        attn = attention_implementation(self.ctx.device)
+        attn = attention_implementation(self.ctx.device, self.dtype)
         # Drop the previous weights and optimizer state first: a reload must not hold two models.
         self.model = self.optim = None
         if self.ctx.is_dist:
