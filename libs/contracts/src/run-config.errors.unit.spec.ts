@@ -63,6 +63,9 @@ describe('run config errors name the field and the fix', () => {
     const e = refused({ stages: [stage], policy: { kind: 'hf', model: { layers: 40 } }, trainer: { kind: 'worker' }, engines: [{ kind: 'sglang', url: 'http://e:30000' }] });
     expect(e.field).toBe('policy.model');
     expect(e.message).toMatch(/config\.json; remove policy\.model/);
+    // A parsed config (which carries the default policy.model) parses again, as replay re-reads RunStarted.
+    const parsed = parseRunConfig({ stages: [stage], policy: { kind: 'hf' }, trainer: { kind: 'worker' }, engines: [{ kind: 'sglang', url: 'http://e:30000' }] });
+    expect(parseRunConfig(JSON.parse(JSON.stringify(parsed)))).toEqual(parsed);
   });
 
   it('engine entries a built-in run would ignore are refused naming them', () => {

@@ -277,7 +277,8 @@ function at(obj: unknown, path: string): unknown {
  * the field and the fix):
  * - a URI (`s3://`, `gs://`, `https://`, even `file://`) in a path field: no code fetches one, and a
  *   relative-looking `s3://…` would be resolved as a local path;
- * - `policy.model` with `policy.kind: hf`: the model's shape comes from its `config.json`, not from the run config.
+ * - `policy.model` other than the default with `policy.kind: hf`: the model's shape comes from its `config.json`.
+ * A parsed config passes again unchanged (parsing is idempotent).
  * Throws {@link ConfigError}.
  */
 export function refuseIgnoredFields(input: unknown): void {
@@ -292,7 +293,10 @@ export function refuseIgnoredFields(input: unknown): void {
     }
   }
   const kind = at(input, 'policy.kind');
-  if ((kind === 'hf' || kind === 'external') && at(input, 'policy.model') !== undefined) {
+  const model = at(input, 'policy.model');
+  // A parsed config carries the default policy.model (and is parsed again, e.g. from a RunStarted event):
+  // only a shape other than the default is a field someone set and the run would ignore.
+  if ((kind === 'hf' || kind === 'external') && model !== undefined && JSON.stringify(ModelConfigSchema.safeParse(model).data) !== JSON.stringify(ModelConfigSchema.parse({}))) {
     throw new ConfigError(
       'policy.model is ignored by a Hugging Face policy (policy.kind "hf"): its shape comes from the model directory\'s config.json; remove policy.model (policy.path or policy.name names the model)',
       'policy.model',
