@@ -33,6 +33,7 @@ from .distributed import DistContext
 from .errors import ModelDirError, RequestError
 from .logprob import DEFAULT_CHUNK_BYTES, LogprobHead, LogprobRequest, chunk_rows_for, install_logprob_head
 from .loss import ppo_token_loss, tis_weight
+from .optim_state import load_optimizer, save_optimizer
 from .model_io import copy_tokenizer_files, mark_stable, validate_model_dir, write_manifest
 from .packing import PackedArrays, filler_pack, pack_sequences, plan_micro_batches
 
@@ -108,13 +109,12 @@ class PolicyTrainer:
 
     def load(self, weights_dir: str, optimizer_file: str | None = None) -> None:
         """Build the model from ``weights_dir`` (fp32 master weights) and a fresh AdamW, restoring its state
-        from ``optimizer_file`` (a full, rank-independent state dict).
+        from ``optimizer_file`` (a sharded DCP directory written with any world size, :mod:`.optim_state`).
 
         One process: ``from_pretrained``. Under torchrun: the model is built with its parameters on the
         ``meta`` device, ``fully_shard``-ed (one FSDP2 group per decoder layer, the root holding the
         embeddings and the possibly tied ``lm_head``), given storage for this rank's shard only, and each
         shard is read from the safetensors files (:mod:`.sharded_load`): no rank holds the full model."""
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
         from transformers import AutoConfig, AutoModelForCausalLM
 
         quiet_transformers()
@@ -164,11 +164,7 @@ class PolicyTrainer:
         self.model = model
         self.optim = torch.optim.AdamW(model.parameters(), lr=1e-6, weight_decay=0.01)
         if optimizer_file:
-            state = torch.load(optimizer_file, map_location="cpu", weights_only=True) if self.ctx.is_main else {}
-            set_optimizer_state_dict(
-                model, self.optim, optim_state_dict=state,
-                options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=self.ctx.is_dist),
-            )
+            load_optimizer(model, self.optim, optimizer_file, self.ctx)
         self.loaded_from = weights_dir
 
     # ------------------------------------------------------------ batching
@@ -424,14 +420,13 @@ class PolicyTrainer:
 
 
     def save(self, out_dir: str, optimizer_file: str, meta: dict) -> str:
-        """Write the checkpoint: HF weights (``save_pretrained``; a tied ``lm_head`` is left out and tied
-        again on load), the base model's tokenizer files, then the optimizer state (full, for resume
-        with any world size), then ``manifest.json`` and ``STABLE``. Written to ``out_dir + '.tmp'``
+        """Write the checkpoint: the optimizer state (sharded, resumable with any world size), then HF
+        weights (``save_pretrained``; a tied ``lm_head`` is left out and tied again on load), the base
+        model's tokenizer files, then ``manifest.json`` and ``STABLE``. Written to ``out_dir + '.tmp'``
         and renamed into place. Collective; returns the manifest hash (rank 0; '' elsewhere)."""
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
-
         sd = self._gathered_weights()
-        osd = get_optimizer_state_dict(self.model, self.optim, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+        # Every rank writes its own shard of the AdamW state (never gathered on one rank).
+        save_optimizer(self.model, self.optim, optimizer_file, self.ctx)
         if not self.ctx.is_main:
             return ""
         tmp = out_dir.rstrip("/") + ".tmp"
@@ -446,9 +441,6 @@ class PolicyTrainer:
         unwrapped = self.model
         unwrapped.save_pretrained(tmp, state_dict=sd)
         copy_tokenizer_files(self.base_dir, tmp)
-        os.makedirs(os.path.dirname(optimizer_file), exist_ok=True)
-        torch.save(osd, optimizer_file + ".tmp")
-        os.replace(optimizer_file + ".tmp", optimizer_file)
         digest = write_manifest(tmp, meta)
         mark_stable(tmp)
         if os.path.exists(out_dir):

@@ -7,7 +7,8 @@ State on disk (``--state-dir``), written atomically (temp file + rename + fsync)
 - ``runs/<runId>/steps/<step>/error.json``: a failed attempt's named error (a new PUT may retry);
 - ``runs/<runId>/versions/<v>.json``: where policy version ``v`` lives (checkpoint dir, optimizer file,
   trained steps); the run's first version points at the base model;
-- ``runs/<runId>/optimizer/v<v>.pt``: AdamW state after version ``v`` (full, any world size resumes it).
+- ``runs/<runId>/optimizer/v<v>/``: AdamW state after version ``v`` (sharded DCP directory, one file per
+  rank; any world size resumes it).
 
 Checkpoints go to ``--checkpoint-root/<runId>/v<version>`` unless the request names ``checkpointDir``.
 A step is accepted (202) only after ``request.json`` is on disk; on start the worker re-runs every
@@ -363,7 +364,7 @@ class StepService:
                     load = {"weights": ver["checkpointDir"], "optimizer": ver.get("optimizer")}
             new_v = pv + 1
             ckpt_dir = req.get("checkpointDir") or os.path.join(self.checkpoint_root, run, f"v{new_v}")
-            optim_file = os.path.join(self._run_dir(run), "optimizer", f"v{new_v}.pt")
+            optim_file = os.path.join(self._run_dir(run), "optimizer", f"v{new_v}")
             cmd = {
                 "op": "step", "runId": run, "step": step, "load": load, "batchUri": req["batchUri"], "batchHash": req["batchHash"],
                 "loss": req["loss"], "optimizer": req["optimizer"], "mode": req["mode"], "trainedSteps": ver.get("trainedSteps", 0),

@@ -1,6 +1,7 @@
 """FSDP2 (``fully_shard``) across two torchrun "nodes" on loopback (``--nnodes 2 --rdzv-backend c10d``,
 one gloo process each): the same step gives the same loss, metrics and weights as one process, the
-global rank 0 serves HTTP (and /metrics) and the other node's rank follows it."""
+global rank 0 serves HTTP (and /metrics) and the other node's rank follows it; one process resumes the
+two ranks' run (checkpoint + sharded AdamW state) to the same weights as an uninterrupted one."""
 
 import os
 import socket
@@ -23,10 +24,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _step(url, run, path, h):
-    s, _ = http("PUT", f"{url}/v1/runs/{run}/steps/0", {"batchUri": path, "batchHash": h, "policyVersion": 0, **BODY})
+def _step(url, run, path, h, step=0):
+    s, _ = http("PUT", f"{url}/v1/runs/{run}/steps/{step}", {"batchUri": path, "batchHash": h, "policyVersion": step, **BODY})
     assert s == 202
-    s, r = wait_result(url, run, 0)
+    s, r = wait_result(url, run, step)
     assert s == 200, r
     return r
 
@@ -64,6 +65,8 @@ def test_two_nodes_match_one_process(tiny_model, tmp_path):
     # Sequences of different lengths, so ranks split them by tokens and run packs of different sizes.
     seqs = random_sequences(3, 10, 20, 500, seed=3) + random_sequences(3, 6, 45, 500, seed=4)
     h = write_batch(path, seqs, "fsdp", 0, 0)
+    path1 = str(tmp_path / "b1.safetensors")
+    h1 = write_batch(path1, random_sequences(4, 8, 30, 500, seed=5), "fsdp", 1, 1)
     leader, follower, both = _two_nodes(tiny_model, str(tmp_path / "dist"))
     try:
         s, info = http("GET", f"{leader.url}/v1/info")
@@ -78,8 +81,20 @@ def test_two_nodes_match_one_process(tiny_model, tmp_path):
     single = Proc(py("rstar_trainer", "serve", "--model", tiny_model, "--port", "0", "--state-dir", str(tmp_path / "one"), "--threads", "1")).wait_listening()
     try:
         r1 = _step(single.url, "fsdp", path, h)
+        r1b = _step(single.url, "fsdp", path1, h1, step=1)
     finally:
         single.stop()
+    # One process resumes the two-node run at step 1 from its checkpoint and the AdamW state the two ranks
+    # wrote sharded: the same weights as the process that ran both steps.
+    resumed = Proc(py("rstar_trainer", "serve", "--model", tiny_model, "--port", "0", "--state-dir", str(tmp_path / "dist"), "--threads", "1")).wait_listening()
+    try:
+        rdb = _step(resumed.url, "fsdp", path1, h1, step=1)
+    finally:
+        resumed.stop()
+    wb = load_file(os.path.join(rdb["checkpoint"]["uri"], "model.safetensors"))
+    w1b = load_file(os.path.join(r1b["checkpoint"]["uri"], "model.safetensors"))
+    assert max(float((wb[k] - w1b[k]).abs().max()) for k in w1b) < 1e-5
+    assert abs(rdb["loss"] - r1b["loss"]) < 1e-5
     assert rd["worldSize"] == 2 and r1["worldSize"] == 1
     assert rd["updates"] == r1["updates"] == 2 and rd["tokens"] == r1["tokens"]
     for k in ("loss", "approxKl", "entropy", "clipFraction"):
