@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseRunConfig, parseRunConfigYaml } from './index';
 import { closestKey, objectKeysAt } from './schema.suggest';
@@ -40,6 +42,45 @@ describe('run config errors name the field and the fix', () => {
     expect(e.message).toMatch(/stages\.1\.maxResponseTokens is 400, but policy\.model\.context is 160.*lower stages\.1\.maxResponseTokens or raise policy\.model\.context/);
     expect(refused({ name: 'x', stages: [stage], eval: { maxResponseTokens: 160 } }).field).toBe('eval.maxResponseTokens');
     expect(parseRunConfig({ name: 'x', policy: { model: { context: 512 } }, stages: [{ ...stage, maxResponseTokens: 400 }] }).stages[0].maxResponseTokens).toBe(400);
+  });
+
+  it('a URI in a path field is refused naming the field and the fix (no code fetches s3:// or https://)', () => {
+    for (const [field, cfg] of [
+      ['policy.checkpoint', { policy: { kind: 'hf', init: 'checkpoint', checkpoint: 's3://bucket/ckpt' }, trainer: { kind: 'worker' }, engines: [{ kind: 'sglang', url: 'http://e:30000' }] }],
+      ['data.heldOutPath', { data: { source: 'file', path: 'a.jsonl', heldOutPath: 'https://example.com/aime.jsonl' } }],
+      ['policy.path', { policy: { kind: 'hf', path: 'gs://models/q' }, trainer: { kind: 'worker' }, engines: [{ kind: 'sglang', url: 'http://e:30000' }] }],
+      ['data.path', { data: { source: 'file', path: 'file:///shared/a.jsonl' } }],
+    ] as const) {
+      const e = refused({ stages: [stage], ...cfg });
+      expect(e.field).toBe(field);
+      expect(e.message).toMatch(new RegExp(`^${field.replace('.', '\\.')} is the URI .*copy it to a volume the services mount`));
+    }
+    // Plain paths, absolute or relative, pass.
+    expect(parseRunConfig({ stages: [stage], data: { source: 'file', path: '/shared/a.jsonl', heldOutPath: '../b.jsonl' } }).data.heldOutPath).toBe('../b.jsonl');
+  });
+
+  it('a field the mode ignores is refused: policy.model with a Hugging Face policy', () => {
+    const e = refused({ stages: [stage], policy: { kind: 'hf', model: { layers: 40 } }, trainer: { kind: 'worker' }, engines: [{ kind: 'sglang', url: 'http://e:30000' }] });
+    expect(e.field).toBe('policy.model');
+    expect(e.message).toMatch(/config\.json; remove policy\.model/);
+    // A parsed config (which carries the default policy.model) parses again, as replay re-reads RunStarted.
+    const parsed = parseRunConfig({ stages: [stage], policy: { kind: 'hf' }, trainer: { kind: 'worker' }, engines: [{ kind: 'sglang', url: 'http://e:30000' }] });
+    expect(parseRunConfig(JSON.parse(JSON.stringify(parsed)))).toEqual(parsed);
+  });
+
+  it('engine entries a built-in run would ignore are refused naming them', () => {
+    expect(refused({ stages: [stage], engines: [{ kind: 'builtin' }, { kind: 'builtin' }] }).field).toBe('engines.1');
+    const e = refused({ stages: [stage], engines: [{ kind: 'builtin', url: 'http://127.0.0.1:30000' }] });
+    expect(e.field).toBe('engines.0.url');
+    expect(e.message).toMatch(/remove the url/);
+    expect(parseRunConfig({ stages: [stage], engines: [{ kind: 'builtin', kvCapacityTokens: 4096 }] }).engines[0].kvCapacityTokens).toBe(4096);
+  });
+
+  it('every preset under configs/ validates', () => {
+    const dir = resolve(__dirname, '../../../configs');
+    const presets = readdirSync(dir).filter((f) => f.endsWith('.yaml'));
+    expect(presets.length).toBeGreaterThanOrEqual(7);
+    for (const f of presets) expect(() => parseRunConfigYaml(readFileSync(resolve(dir, f), 'utf8'), `configs/${f}`), f).not.toThrow();
   });
 
   it('a YAML syntax error names the file', () => {

@@ -130,7 +130,7 @@ export const RunConfigSchema = z.strictObject({
       miniBatch: z.number().int().min(1).optional(),
       /** `worker`: passes over the batch per step (default 1). */
       ppoEpochs: z.number().int().min(1).optional(),
-      /** `worker`: cap of padded tokens (sequences x longest) per micro-batch. */
+      /** `worker`: cap of tokens per packed micro-batch (sequences laid end to end, no padding). */
       microBatchTokens: z.number().int().min(1).optional(),
       /** `worker`: recompute activations in the backward pass (less memory). */
       gradientCheckpointing: z.boolean().optional(),
@@ -157,6 +157,7 @@ export const RunConfigSchema = z.strictObject({
       z.strictObject({
         kind: z.enum(['builtin', 'sglang', 'vllm']),
         url: z.string().url().nullable().default(null),
+        /** KV-cache capacity in tokens: the built-in engine's (default policy.model.context x 64) or the reference engine's (65536); real engines report theirs. */
         kvCapacityTokens: z.number().int().positive().nullable().default(null),
       }),
     )
@@ -210,6 +211,7 @@ export type ModelConfig = z.infer<typeof ModelConfigSchema>;
  * fix, e.g. `stages.0.lr: expected number, received string (fix the value in your YAML)`.
  */
 export function parseRunConfig(input: unknown): RunConfig {
+  refuseIgnoredFields(input);
   const r = RunConfigSchema.safeParse(input);
   if (!r.success) {
     const msgs = r.error.issues.map((i) => {
@@ -240,6 +242,13 @@ export function parseRunConfig(input: unknown): RunConfig {
     throw new ConfigError('policy.kind "hf" needs real engines (engines[].kind sglang or vllm; the reference engine of workers/trainer speaks both)', 'engines');
   }
   if (!hf) {
+    // A built-in run starts exactly one built-in engine of its own: more entries, or a URL, would be ignored.
+    if (c.engines.length > 1) {
+      throw new ConfigError(`engines.1: a built-in policy run starts one built-in engine itself and would ignore engines 1..${c.engines.length - 1}; keep one entry (its kvCapacityTokens sets the engine's KV capacity)`, 'engines.1');
+    }
+    if (c.engines[0]?.url) {
+      throw new ConfigError(`engines.0.url "${c.engines[0].url}" would be ignored: a built-in policy run starts its own engine on a free port; remove the url`, 'engines.0.url');
+    }
     // The built-in policy's context holds the prompt and the response: a budget that fills it leaves no prompt room.
     const ctx = c.policy.model.context;
     for (const [field, n] of responseBudgets(c)) {
@@ -250,6 +259,49 @@ export function parseRunConfig(input: unknown): RunConfig {
     throw new ConfigError('data.path is required when data.source is "file" (give a JSON-lines dataset)', 'data.path');
   }
   return c;
+}
+
+/** Config fields holding a file or directory path that rstar's services open from their own file system. */
+export const PATH_FIELDS = ['policy.path', 'policy.checkpoint', 'data.path', 'data.heldOutPath'] as const;
+
+const URI = /^([a-zA-Z][a-zA-Z0-9+.-]*):\/\//;
+
+function at(obj: unknown, path: string): unknown {
+  let v: unknown = obj;
+  for (const k of path.split('.')) v = v !== null && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined;
+  return v;
+}
+
+/**
+ * Refuse, before schema validation, what the services would silently ignore or misread (each error names
+ * the field and the fix):
+ * - a URI (`s3://`, `gs://`, `https://`, even `file://`) in a path field: no code fetches one, and a
+ *   relative-looking `s3://…` would be resolved as a local path;
+ * - `policy.model` other than the default with `policy.kind: hf`: the model's shape comes from its `config.json`.
+ * A parsed config passes again unchanged (parsing is idempotent).
+ * Throws {@link ConfigError}.
+ */
+export function refuseIgnoredFields(input: unknown): void {
+  for (const field of PATH_FIELDS) {
+    const v = at(input, field);
+    const m = typeof v === 'string' ? URI.exec(v) : null;
+    if (m) {
+      throw new ConfigError(
+        `${field} is the URI "${v}", but rstar reads only paths on the file system the services see (no code fetches ${m[1]}:// URIs): copy it to a volume the services mount (e.g. /shared/... or /models/...) and give that path`,
+        field,
+      );
+    }
+  }
+  const kind = at(input, 'policy.kind');
+  const model = at(input, 'policy.model');
+  // A parsed config carries the default policy.model (and is parsed again, e.g. from a RunStarted event):
+  // only a shape other than the default is a field someone set and the run would ignore.
+  if ((kind === 'hf' || kind === 'external') && model !== undefined && JSON.stringify(ModelConfigSchema.safeParse(model).data) !== JSON.stringify(ModelConfigSchema.parse({}))) {
+    throw new ConfigError(
+      'policy.model is ignored by a Hugging Face policy (policy.kind "hf"): its shape comes from the model directory\'s config.json; remove policy.model (policy.path or policy.name names the model)',
+      'policy.model',
+    );
+  }
 }
 
 /** Every response token budget of a run config with its field path: each stage's, then the evaluation's. */

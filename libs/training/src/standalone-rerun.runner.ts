@@ -84,7 +84,7 @@ export async function rerunStepStandalone(o: StandaloneRerunOptions): Promise<St
   let services: RolloutServices | null = null;
   try {
     await sandbox.start();
-    engine = await startBuiltinEngine({ port: 0, host: '127.0.0.1', checkpointDir: checkpoint, kvCapacityTokens: config.policy.model.context * 64 });
+    engine = await startBuiltinEngine({ port: 0, host: '127.0.0.1', checkpointDir: checkpoint, kvCapacityTokens: config.engines[0]?.kvCapacityTokens ?? config.policy.model.context * 64 });
     services = await startRolloutServices({
       bus, store, runId: plan.runId, config, sandbox, engines: createEngines([`builtin=${engine.url}`]), tokenizer: engine.model.tokenizer, initialPolicyVersion: version,
     });

@@ -160,7 +160,7 @@ export async function runTraining(input: RunConfig, opts: TrainingOptions = {}):
     const sftSeconds = since(tSft);
 
     // The engine: the built-in policy behind SGLang's API, driven through the SGLang adapter.
-    engine = await startBuiltinEngine({ port: 0, host: '127.0.0.1', checkpointDir: checkpoint, kvCapacityTokens: config.policy.model.context * 64 });
+    engine = await startBuiltinEngine({ port: 0, host: '127.0.0.1', checkpointDir: checkpoint, kvCapacityTokens: config.engines[0]?.kvCapacityTokens ?? config.policy.model.context * 64 });
     const adapters = createEngines([`builtin=${engine.url}`]);
     const target: HeldOutTarget = { adapter: adapters[0], tokenizer: engine.model.tokenizer, tools: poolToolExecutor(sandbox, config.tool.outputChars), prompts: fit.heldOut };
 

@@ -6,7 +6,8 @@
 The model has Qwen2.5-0.5B's shape (24 layers, hidden 896, 14/2 heads, vocab 151936, tied embeddings)
 with random weights; the step is ``PolicyTrainer.train_step`` (the worker's code: bf16 autocast over
 fp32 master weights, the PPO-clip loss, AdamW), on a synthetic batch of ``sequences`` x ``seq`` tokens.
-MFU = model FLOPs per second / the device's dense bf16 peak, with model FLOPs per token
+Under ``torchrun`` (e.g. 2 processes on one GPU with ``RSTAR_TRAINER_BACKEND=gloo``) the step is FSDP2's and
+tokens/s is per rank. MFU = model FLOPs per second / the device's dense bf16 peak, with model FLOPs per token
 ``6 * N_matmul + 6 * layers * hidden * seq`` (weights of every matmul including the lm_head, forward +
 backward; causal attention scores and values). The last line is one JSON object.
 """
@@ -75,6 +76,9 @@ def main() -> int:
     ap.add_argument("--dtype", default="bf16")
     ap.add_argument("--gradient-checkpointing", action="store_true")
     ap.add_argument("--peak-tflops", type=float, default=None, help="override the device's dense bf16 peak")
+    ap.add_argument("--micro-batch-tokens", type=int, default=None, help="packed tokens per micro-batch (default: no cap)")
+    ap.add_argument("--build-only", action="store_true", help="build the model directory and exit")
+    ap.add_argument("--work-dir", default=None, help="where the random model directory is built (kept for reruns)")
     args = ap.parse_args()
 
     import numpy as np
@@ -87,13 +91,27 @@ def main() -> int:
     from rstar_trainer.distributed import DistContext
 
     quiet_transformers()
-    device = pick_device(args.device, 0)
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        # Under torchrun: FSDP2 over the ranks (sharded loading); rank 0 builds the model directory.
+        from rstar_trainer.distributed import init_context
+
+        ctx = init_context(args.device)
+    else:
+        ctx = DistContext(device=pick_device(args.device, 0))
+    device = ctx.device
     dtype = resolve_dtype(args.dtype, device)
-    tmp = tempfile.mkdtemp(prefix="rstar-gpu-bench-")
-    model_dir = os.path.join(tmp, "model")
-    build_model(args.config, model_dir, "bfloat16" if dtype == torch.bfloat16 else "float32")
-    trainer = PolicyTrainer(model_dir, DistContext(device=device), dtype)
+    model_dir = os.path.join(args.work_dir or tempfile.gettempdir(), f"rstar-gpu-bench-{args.config}", "model")
+    if ctx.is_main and not os.path.isfile(os.path.join(model_dir, "config.json")):
+        build_model(args.config, model_dir, "bfloat16" if dtype == torch.bfloat16 else "float32")
+    ctx.broadcast("built")
+    if args.build_only:
+        print(json.dumps({"model": model_dir}))
+        return 0
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    trainer = PolicyTrainer(model_dir, ctx, dtype)
     trainer.load(model_dir)
+    load_peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
     cfg = trainer.model.config
     vocab = int(cfg.vocab_size)
     rng = np.random.default_rng(0)
@@ -104,7 +122,8 @@ def main() -> int:
         seqs.append({"rolloutId": f"r{i}", "groupId": "g", "tokenIds": ids, "lossMask": mask,
                      "oldLogprobs": [float(-np.log(vocab)) if m else 0.0 for m in mask], "advantage": float(rng.normal()), "reward": i % 2, "promptLength": args.prompt})
     batch = read_batch_bytes(write_v2(seqs, run_id="gpu", step=0, policy_version=0), "mem")
-    opt = OptimizerConfig.parse({"lr": 1e-6, "microBatch": args.micro_batch, "gradientCheckpointing": args.gradient_checkpointing})
+    opt = OptimizerConfig.parse({"lr": 1e-6, "microBatch": args.micro_batch, "microBatchTokens": args.micro_batch_tokens,
+                                 "gradientCheckpointing": args.gradient_checkpointing})
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     times = []
     for k in range(args.steps + 1):
@@ -116,8 +135,9 @@ def main() -> int:
             times.append(time.perf_counter() - t0)
     step_s = statistics.median(times)
     tokens = batch.total_tokens
-    tps = tokens / step_s
-    n_matmul = sum(p.numel() for n, p in trainer.model.named_parameters() if p.ndim == 2 and "embed_tokens" not in n)
+    # Tokens per second of this rank's share (each rank trains about 1/world of the batch); MFU per GPU.
+    tps = tokens / step_s / ctx.world
+    n_matmul = sum(p.numel() for n, p in trainer.model.named_parameters() if p.dim() == 2 and "embed_tokens" not in n)
     if cfg.tie_word_embeddings:
         n_matmul += vocab * cfg.hidden_size  # the tied lm_head is still a matmul
     flops_per_token = 6 * n_matmul + 6 * cfg.num_hidden_layers * cfg.hidden_size * args.seq
@@ -130,10 +150,18 @@ def main() -> int:
         "sequences": args.sequences, "micro_batch": args.micro_batch, "gradient_checkpointing": args.gradient_checkpointing,
         "step_s": times, "loss": m["loss"], "grad_norm": m["gradNorm"],
         "max_memory_gib": torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None,
+        "load_peak_gib": load_peak / 2**30 if load_peak is not None else None, "rank": ctx.rank, "world": ctx.world,
+        "attention": trainer.model.config._attn_implementation, "micro_batch_tokens": args.micro_batch_tokens,
     }
-    print(json.dumps({"detail": detail}))
-    print(json.dumps({"bench": "trainer-gpu", "device": name, "params": trainer.num_parameters, "tokens_per_s": tps,
-                      "model_tflops_per_s": tps * flops_per_token / 1e12, "peak_tflops": peak, "mfu": mfu, "step_s_median": step_s}))
+    print(json.dumps({"detail": detail}), flush=True)
+    if ctx.is_main:
+        print(json.dumps({"bench": "trainer-gpu", "device": name, "world": ctx.world, "params": trainer.num_parameters, "tokens_per_s": tps,
+                          "model_tflops_per_s": tps * flops_per_token / 1e12, "peak_tflops": peak, "mfu": mfu, "step_s_median": step_s,
+                          "max_memory_gib": detail["max_memory_gib"]}), flush=True)
+    if ctx.is_dist:
+        from rstar_trainer.distributed import shutdown
+
+        shutdown(ctx)
     return 0
 
 

@@ -1,4 +1,6 @@
-"""Process layout: one process, or ``torchrun`` with one process per accelerator (FSDP2).
+"""Process layout: one process, or ``torchrun`` with one process per accelerator (FSDP2), on one node or
+several (``--nnodes N --rdzv-backend c10d --rdzv-endpoint HOST:PORT``: the ranks of all nodes form one
+world; global rank 0 serves HTTP).
 
 Under ``torchrun`` every rank loads the model and takes part in each step; rank 0 alone serves HTTP and
 sends each command to the other ranks over a CPU (gloo) control group, so idle ranks wait on a socket,
@@ -17,6 +19,10 @@ import torch
 import torch.distributed as dist
 
 from .errors import RequestError
+
+# Overrides the collective backend (nccl | gloo). NCCL refuses two ranks on one GPU; gloo is how the GPU
+# check runs its two-process case on a single GPU.
+BACKEND_ENV = "RSTAR_TRAINER_BACKEND"
 
 
 @dataclass
@@ -79,8 +85,10 @@ def init_context(device_option: str = "auto") -> DistContext:
     device = pick_device(device_option, local_rank)
     if world <= 1:
         return DistContext(device=device)
-    backend = "nccl" if device.type == "cuda" else "gloo"
-    dist.init_process_group(backend=backend, timeout=datetime.timedelta(minutes=30), device_id=device if device.type == "cuda" else None)
+    backend = os.environ.get(BACKEND_ENV) or ("nccl" if device.type == "cuda" else "gloo")
+    if backend not in ("nccl", "gloo"):
+        raise RequestError(f"{BACKEND_ENV}={backend!r}: use nccl or gloo", BACKEND_ENV)
+    dist.init_process_group(backend=backend, timeout=datetime.timedelta(minutes=30), device_id=device if device.type == "cuda" and backend == "nccl" else None)
     # Idle ranks wait here between steps for as long as the service runs.
     control = dist.new_group(backend="gloo", timeout=datetime.timedelta(days=30))
     return DistContext(rank=rank, world=world, local_rank=local_rank, device=device, control=control)

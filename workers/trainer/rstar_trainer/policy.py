@@ -3,8 +3,9 @@
 One step (``PolicyTrainer.train_step``):
 
 1. the batch's sequences are cut into mini-batches (``optimizer.miniBatch`` sequences, one optimizer
-   update each, verl's ``ppo_mini_batch_size``); each rank takes every ``world``-th sequence of a
-   mini-batch and runs it in micro-batches (gradient accumulation);
+   update each, verl's ``ppo_mini_batch_size``); the ranks share each mini-batch's sequences by tokens
+   and run them as packed micro-batches without padding (gradient accumulation; :mod:`.packing`), with
+   log-probabilities and entropies formed a chunk of rows at a time (:mod:`.logprob`);
 2. before any update the trainer recomputes log pi(token | prefix) of every model token (the logprob
    drift against the engine's ``old_logprobs`` is reported; with TIS or ``oldLogprobs: recomputed``
    those recomputed values are pi_old). When one update covers the whole batch and the engine's
@@ -30,8 +31,11 @@ from .batch import TrainingBatch
 from .config import LossConfig, OptimizerConfig
 from .distributed import DistContext
 from .errors import ModelDirError, RequestError
+from .logprob import DEFAULT_CHUNK_BYTES, LogprobHead, LogprobRequest, chunk_rows_for, install_logprob_head
 from .loss import ppo_token_loss, tis_weight
+from .optim_state import load_optimizer, save_optimizer
 from .model_io import copy_tokenizer_files, mark_stable, validate_model_dir, write_manifest
+from .packing import PackedArrays, filler_pack, pack_sequences, plan_micro_batches
 
 
 def quiet_transformers() -> None:
@@ -57,15 +61,29 @@ def resolve_dtype(option: str, device: torch.device) -> torch.dtype:
 
 @dataclass
 class Micro:
-    """One micro-batch: padded [B, L] tensors; ``weight`` 0 marks a filler that keeps ranks in step."""
+    """One packed micro-batch on the device (see :class:`.packing.PackedArrays`); ``weight`` 0 marks a
+    filler that only keeps this rank's collectives in step with the others."""
 
     idx: list[int]
     ids: torch.Tensor
-    attn: torch.Tensor
-    mask: torch.Tensor
+    pos: torch.Tensor
+    rows: torch.Tensor
+    targets: torch.Tensor
     old: torch.Tensor
     adv: torch.Tensor
+    counts: list[int]
     weight: float = 1.0
+
+
+def attention_implementation(device: torch.device, dtype: torch.dtype = torch.bfloat16) -> str:
+    """flash-attention 2 (varlen over the packed sequences) on a GPU where the package is installed and
+    the compute dtype is 16-bit (its kernels have no fp32), else PyTorch SDPA with the block-diagonal
+    causal mask transformers derives from the position ids."""
+    import importlib.util
+
+    if device.type == "cuda" and dtype in (torch.bfloat16, torch.float16) and importlib.util.find_spec("flash_attn") is not None:
+        return "flash_attention_2"
+    return "sdpa"
 
 
 class PolicyTrainer:
@@ -83,13 +101,20 @@ class PolicyTrainer:
         self.loaded_from: str | None = None
         self.num_parameters = 0
         self.vocab_size = 0
+        self.head: LogprobHead | None = None
+        # Largest fp32 logits block the logprob head forms at once (rows x vocabulary x 4 bytes).
+        self.logprob_chunk_bytes = DEFAULT_CHUNK_BYTES
 
     # ----------------------------------------------------------------- load
 
     def load(self, weights_dir: str, optimizer_file: str | None = None) -> None:
-        """Build the model from ``weights_dir`` (fp32 master weights; FSDP2-sharded under torchrun) and a
-        fresh AdamW, restoring its state from ``optimizer_file`` (a full, rank-independent state dict)."""
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+        """Build the model from ``weights_dir`` (fp32 master weights) and a fresh AdamW, restoring its state
+        from ``optimizer_file`` (a sharded DCP directory written with any world size, :mod:`.optim_state`).
+
+        One process: ``from_pretrained``. Under torchrun: the model is built with its parameters on the
+        ``meta`` device, ``fully_shard``-ed (one FSDP2 group per decoder layer, the root holding the
+        embeddings and the possibly tied ``lm_head``), given storage for this rank's shard only, and each
+        shard is read from the safetensors files (:mod:`.sharded_load`): no rank holds the full model."""
         from transformers import AutoConfig, AutoModelForCausalLM
 
         quiet_transformers()
@@ -99,35 +124,47 @@ class PolicyTrainer:
         if isinstance(base_dtype, str):
             base_dtype = getattr(torch, base_dtype, torch.float32)
         self.save_dtype = base_dtype if isinstance(base_dtype, torch.dtype) else torch.float32
-        try:
-            model = AutoModelForCausalLM.from_pretrained(weights_dir, dtype=torch.float32)
-        except (OSError, ValueError) as e:
-            raise ModelDirError(f"cannot load a causal LM from {weights_dir!r}: {e}", "model") from e
-        model.config.use_cache = False
-        self.num_parameters = sum(p.numel() for p in model.parameters())
-        self.vocab_size = int(model.config.vocab_size)
+        attn = attention_implementation(self.ctx.device, self.dtype)
+        # Drop the previous weights and optimizer state first: a reload must not hold two models.
+        self.model = self.optim = None
         if self.ctx.is_dist:
             from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
+            from .sharded_load import load_sharded, parameters_on_meta
+
+            with parameters_on_meta():
+                model = AutoModelForCausalLM.from_config(config, dtype=torch.float32, attn_implementation=attn)
+            buffers = {n: b.detach().clone() for n, b in model.named_buffers()}
             mp = MixedPrecisionPolicy(param_dtype=self.dtype, reduce_dtype=torch.float32) if self.dtype != torch.float32 else MixedPrecisionPolicy()
-            model.to(self.ctx.device)
             # One FSDP group per decoder layer (Qwen2/Llama-style `model.layers`), so only one layer's
             # full weights are gathered at a time.
             for layer in getattr(getattr(model, "model", None), "layers", []):
                 fully_shard(layer, mp_policy=mp)
-            # The root group holds the embeddings and the (possibly tied) lm_head together.
             fully_shard(model, mp_policy=mp)
+            model.to_empty(device=self.ctx.device)
+            # to_empty gave the buffers fresh (garbage) storage too: put back the values __init__ computed.
+            with torch.no_grad():
+                for n, b in model.named_buffers():
+                    b.copy_(buffers[n])
+            try:
+                load_sharded(model, weights_dir, self.ctx.rank, self.ctx.world)
+            except OSError as e:
+                raise ModelDirError(f"cannot read the weights in {weights_dir!r}: {e}", "model") from e
         else:
+            try:
+                model = AutoModelForCausalLM.from_pretrained(weights_dir, dtype=torch.float32, attn_implementation=attn)
+            except (OSError, ValueError) as e:
+                raise ModelDirError(f"cannot load a causal LM from {weights_dir!r}: {e}", "model") from e
             model.to(self.ctx.device)
+        model.config.use_cache = False
+        self.head = install_logprob_head(model)
+        self.num_parameters = sum(p.numel() for p in model.parameters())
+        self.vocab_size = int(model.config.vocab_size)
         model.train()
         self.model = model
         self.optim = torch.optim.AdamW(model.parameters(), lr=1e-6, weight_decay=0.01)
         if optimizer_file:
-            state = torch.load(optimizer_file, map_location="cpu", weights_only=True) if self.ctx.is_main else {}
-            set_optimizer_state_dict(
-                model, self.optim, optim_state_dict=state,
-                options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=self.ctx.is_dist),
-            )
+            load_optimizer(model, self.optim, optimizer_file, self.ctx)
         self.loaded_from = weights_dir
 
     # ------------------------------------------------------------ batching
@@ -143,12 +180,13 @@ class PolicyTrainer:
         m = self.model
         if on == getattr(self, "_checkpointing", False):
             return
-        enable = getattr(m, "activation_checkpointing_enable", None) or m.gradient_checkpointing_enable
-        disable = getattr(m, "activation_checkpointing_disable", None) or m.gradient_checkpointing_disable
         if on:
-            enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            if hasattr(m, "activation_checkpointing_enable"):  # transformers >= 5 (the old name is deprecated)
+                m.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+            else:
+                m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         else:
-            disable()
+            (getattr(m, "activation_checkpointing_disable", None) or m.gradient_checkpointing_disable)()
         self._checkpointing = on
 
     def check_vocab(self, batch: TrainingBatch) -> None:
@@ -157,97 +195,52 @@ class PolicyTrainer:
         if top >= self.vocab_size:
             raise RequestError(f"batch token id {top} is outside the model's vocabulary ({self.vocab_size}); the batch was sampled with another tokenizer or model", "batchUri")
 
-    def _micro(self, batch: TrainingBatch, idx: list[int], weight: float = 1.0) -> Micro:
-        lens = [int(batch.seq_offsets[i + 1] - batch.seq_offsets[i]) for i in idx]
-        L = max(lens)
-        ids = np.zeros((len(idx), L), dtype=np.int64)
-        attn = np.zeros((len(idx), L), dtype=np.int64)
-        mask = np.zeros((len(idx), L), dtype=np.float32)
-        old = np.zeros((len(idx), L), dtype=np.float64)
-        for r, i in enumerate(idx):
-            t, m, lp, _a = batch.sequence(i)
-            ids[r, : len(t)] = t
-            attn[r, : len(t)] = 1
-            mask[r, : len(t)] = m
-            old[r, : len(t)] = lp
+    def _micro(self, arrays: PackedArrays, weight: float = 1.0) -> Micro:
         d = self.ctx.device
         return Micro(
-            idx=idx,
-            ids=torch.from_numpy(ids).to(d),
-            attn=torch.from_numpy(attn).to(d),
-            mask=torch.from_numpy(mask).to(d),
-            old=torch.from_numpy(old).to(d, torch.float32),
-            adv=torch.tensor([batch.advantages[i] for i in idx], dtype=torch.float32, device=d),
+            idx=arrays.seqs,
+            ids=torch.from_numpy(arrays.ids)[None].to(d),
+            pos=torch.from_numpy(arrays.pos)[None].to(d),
+            rows=torch.from_numpy(arrays.rows).to(d),
+            targets=torch.from_numpy(arrays.targets).to(d),
+            old=torch.from_numpy(arrays.old).to(d, torch.float32),
+            adv=torch.from_numpy(arrays.adv).to(d, torch.float32),
+            counts=arrays.counts,
             weight=weight,
         )
 
-    def _plan(self, batch: TrainingBatch, seqs: list[int], cfg: OptimizerConfig) -> list[list[list[int]]]:
-        """Micro-batches of every rank for the sequences ``seqs`` (rank r takes ``seqs[r::world]``,
-        longest first so padding stays small), cut at ``microBatch`` sequences and ``microBatchTokens``
-        padded tokens."""
-        plans = []
-        for r in range(self.ctx.world):
-            share = sorted(seqs[r :: self.ctx.world], key=lambda i: -(batch.seq_offsets[i + 1] - batch.seq_offsets[i]))
-            micros, cur, cur_max = [], [], 0
-            for i in share:
-                n = int(batch.seq_offsets[i + 1] - batch.seq_offsets[i])
-                new_max = max(cur_max, n)
-                too_many = len(cur) >= cfg.micro_batch
-                too_long = cfg.micro_batch_tokens is not None and cur and new_max * (len(cur) + 1) > cfg.micro_batch_tokens
-                if cur and (too_many or too_long):
-                    micros.append(cur)
-                    cur, new_max = [], n
-                cur.append(i)
-                cur_max = new_max
-            if cur:
-                micros.append(cur)
-            plans.append(micros)
-        return plans
+    def plan(self, batch: TrainingBatch, seqs: list[int], cfg: OptimizerConfig) -> list[list[list[int] | None]]:
+        """Packed micro-batches of every rank for the sequences ``seqs`` (``plan[rank][k]``: sequence ids,
+        or None for a filler), balanced by tokens across ranks (:func:`.packing.plan_micro_batches`) and
+        cut at ``microBatch`` sequences and ``microBatchTokens`` tokens."""
+        offs = batch.seq_offsets
+        lengths = {i: int(offs[i + 1] - offs[i]) for i in seqs}
+        return plan_micro_batches(lengths, self.ctx.world, cfg.micro_batch, cfg.micro_batch_tokens)
 
     def _rank_micros(self, batch: TrainingBatch, seqs: list[int], cfg: OptimizerConfig):
-        """This rank's micro-batches, padded with zero-weight fillers to the longest rank's count (every
-        rank must run the same number of forward/backward passes under FSDP)."""
-        plans = self._plan(batch, seqs, cfg)
-        mine = plans[self.ctx.rank]
-        count = max(len(p) for p in plans)
-        for k in range(count):
-            if k < len(mine):
-                yield self._micro(batch, mine[k])
+        """This rank's packed micro-batches; every rank yields the same number."""
+        for pack in self.plan(batch, seqs, cfg)[self.ctx.rank]:
+            if pack is None:
+                yield self._micro(filler_pack(batch.token_ids, batch.seq_offsets), weight=0.0)
             else:
-                yield self._micro(batch, [seqs[0]], weight=0.0)
+                yield self._micro(pack_sequences(batch.token_ids, batch.loss_mask, batch.old_logprobs, batch.seq_offsets, batch.advantages, pack))
 
     # -------------------------------------------------------------- forward
 
     def _logprobs(self, m: Micro, temperature: float, entropy: bool):
-        """log pi(token_t | tokens_<t) at the model tokens of ``m`` (flat, in row-major order), and the
-        entropy of the predicted distribution there (detached). Logits at position t-1 score token t."""
-        with self._autocast():
-            out = self.model(input_ids=m.ids, attention_mask=m.attn, use_cache=False)
-        logits = out.logits[:, :-1]
-        sel = m.mask[:, 1:].bool()
-        targets = m.ids[:, 1:]
-        if int(sel.sum()) * 2 >= sel.numel():
-            # Mostly model tokens: one log-softmax over every position beats gathering rows first.
-            lg = logits.float()
-            if temperature != 1.0:
-                lg = lg / temperature
-            lsm = torch.log_softmax(lg, dim=-1)
-            logp = lsm.gather(-1, targets[..., None]).squeeze(-1)[sel]
-            ent = None
-            if entropy:
-                with torch.no_grad():
-                    ent = (-(lsm.exp() * lsm).sum(-1))[sel]
-            return logp, ent, sel
-        lg = logits[sel].float()
-        if temperature != 1.0:
-            lg = lg / temperature
-        lsm = torch.log_softmax(lg, dim=-1)
-        logp = lsm.gather(-1, targets[sel][:, None]).squeeze(-1)
-        ent = None
-        if entropy:
-            with torch.no_grad():
-                ent = -(lsm.exp() * lsm).sum(-1)
-        return logp, ent, sel
+        """log pi(token | prefix) of the model tokens of the pack ``m`` (1-D, in pack order) and the
+        entropy of the predicted distribution there (detached; None unless ``entropy``). The packed
+        sequences do not see each other (position ids restart at 0; see :mod:`.packing`); logits are
+        never formed for the whole pack (:mod:`.logprob`)."""
+        vocab = self.vocab_size
+        self.head.logprob_request = LogprobRequest(m.rows, m.targets, temperature, chunk_rows_for(vocab, self.logprob_chunk_bytes))
+        try:
+            with self._autocast():
+                out = self.model(input_ids=m.ids, position_ids=m.pos, use_cache=False)
+        finally:
+            self.head.logprob_request = None
+        res = out.logits[0]
+        return res[:, 0], (res[:, 1].detach() if entropy else None)
 
     # ----------------------------------------------------------------- step
 
@@ -277,11 +270,11 @@ class PolicyTrainer:
         r_max = torch.full((), -math.inf, dtype=f64, device=dev)
         recomputed: dict[int, torch.Tensor] = {}
 
-        def drift(m: Micro, logp: torch.Tensor, sel: torch.Tensor):
+        def drift(m: Micro, logp: torch.Tensor):
             nonlocal d_max, r_min, r_max
             if m.weight == 0:
                 return
-            eng = m.old[:, 1:][sel].to(f64)
+            eng = m.old.to(f64)
             lp = logp.detach().to(f64)
             diff = lp - eng
             acc["d_abs"] += diff.abs().sum()
@@ -298,10 +291,10 @@ class PolicyTrainer:
             with torch.no_grad():
                 for mini in minis:
                     for m in self._rank_micros(batch, mini, opt):
-                        logp, _e, sel = self._logprobs(m, loss.temperature, entropy=False)
-                        drift(m, logp, sel)
+                        logp, _e = self._logprobs(m, loss.temperature, entropy=False)
+                        drift(m, logp)
                         if m.weight:
-                            self._store_rows(recomputed, m, logp, sel)
+                            self._store_rows(recomputed, m, logp)
 
         grad_norms: list[float] = []
         skipped = 0
@@ -312,14 +305,14 @@ class PolicyTrainer:
                 denom = max(1, mini_tokens)
                 self.optim.zero_grad(set_to_none=True)
                 for m in self._rank_micros(batch, mini, opt):
-                    logp, ent, sel = self._logprobs(m, loss.temperature, entropy=True)
+                    logp, ent = self._logprobs(m, loss.temperature, entropy=True)
                     if grpo and first and not need_recompute:
-                        drift(m, logp, sel)
-                    adv = m.adv[:, None].expand_as(sel)[sel]
+                        drift(m, logp)
+                    adv = m.adv
                     if grpo:
-                        eng = m.old[:, 1:][sel]
+                        eng = m.old
                         if loss.old_logprobs == "recomputed":
-                            base = self._rows(recomputed, m, sel)
+                            base = self._rows(recomputed, m, logp)
                         else:
                             base = eng
                         terms = ppo_token_loss(logp, base, adv, loss)
@@ -397,36 +390,48 @@ class PolicyTrainer:
         return out
 
     @staticmethod
-    def _store_rows(store: dict, m: Micro, logp: torch.Tensor, sel: torch.Tensor) -> None:
-        counts = sel.sum(1).tolist()
-        parts = torch.split(logp.detach(), counts)
+    def _store_rows(store: dict, m: Micro, logp: torch.Tensor) -> None:
+        parts = torch.split(logp.detach(), m.counts)
         for i, p in zip(m.idx, parts):
             store[i] = p
 
     @staticmethod
-    def _rows(store: dict, m: Micro, sel: torch.Tensor) -> torch.Tensor:
+    def _rows(store: dict, m: Micro, like: torch.Tensor) -> torch.Tensor:
         if m.weight == 0:
-            return torch.zeros(int(sel.sum()), device=sel.device)
+            return torch.zeros_like(like.detach())
         return torch.cat([store[i] for i in m.idx])
 
     # ----------------------------------------------------------------- save
 
-    def save(self, out_dir: str, optimizer_file: str, meta: dict) -> str:
-        """Write the checkpoint: HF weights (``save_pretrained``; a tied ``lm_head`` is left out and tied
-        again on load), the base model's tokenizer files, then the optimizer state (full, for resume
-        with any world size), then ``manifest.json`` and ``STABLE``. Written to ``out_dir + '.tmp'``
-        and renamed into place. Collective; returns the manifest hash (rank 0; '' elsewhere)."""
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict, get_optimizer_state_dict
+    @torch.no_grad()
+    def _gathered_weights(self) -> dict[str, torch.Tensor]:
+        """The model's state dict on rank 0's CPU in the checkpoint dtype (empty on other ranks). Sharded
+        parameters are gathered one at a time and converted at once, so no rank holds the whole model in
+        fp32 (rank 0 holds it in the checkpoint dtype, as the file will). Collective."""
+        from torch.distributed.tensor import DTensor
 
-        opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
-        sd = get_model_state_dict(self.model, options=opts)
-        osd = get_optimizer_state_dict(self.model, self.optim, options=opts)
+        out: dict[str, torch.Tensor] = {}
+        for name, t in self.model.state_dict().items():
+            full = t.full_tensor() if isinstance(t, DTensor) else t
+            if self.ctx.is_main:
+                out[name] = full.detach().to("cpu", self.save_dtype)
+            del full
+        return out
+
+
+    def save(self, out_dir: str, optimizer_file: str, meta: dict) -> str:
+        """Write the checkpoint: the optimizer state (sharded, resumable with any world size), then HF
+        weights (``save_pretrained``; a tied ``lm_head`` is left out and tied again on load), the base
+        model's tokenizer files, then ``manifest.json`` and ``STABLE``. Written to ``out_dir + '.tmp'``
+        and renamed into place. Collective; returns the manifest hash (rank 0; '' elsewhere)."""
+        sd = self._gathered_weights()
+        # Every rank writes its own shard of the AdamW state (never gathered on one rank).
+        save_optimizer(self.model, self.optim, optimizer_file, self.ctx)
         if not self.ctx.is_main:
             return ""
         tmp = out_dir.rstrip("/") + ".tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         os.makedirs(tmp)
-        sd = {k: v.detach().to(self.save_dtype) for k, v in sd.items()}
         if getattr(self.model.config, "tie_word_embeddings", False) and "lm_head.weight" in sd and "model.embed_tokens.weight" in sd:
             # A gathered (FSDP) state dict holds the tied matrix twice as separate copies; keep the file
             # identical to a single process's: the embedding only, tied again on load.
@@ -436,9 +441,6 @@ class PolicyTrainer:
         unwrapped = self.model
         unwrapped.save_pretrained(tmp, state_dict=sd)
         copy_tokenizer_files(self.base_dir, tmp)
-        os.makedirs(os.path.dirname(optimizer_file), exist_ok=True)
-        torch.save(osd, optimizer_file + ".tmp")
-        os.replace(optimizer_file + ".tmp", optimizer_file)
         digest = write_manifest(tmp, meta)
         mark_stable(tmp)
         if os.path.exists(out_dir):

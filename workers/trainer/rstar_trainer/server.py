@@ -8,7 +8,10 @@
   or 200 ``{state: "failed", error}``, 202 ``{state: "queued"|"running"}``, 404 when never PUT; with
   ``wait`` the answer is held until the step ends (long poll, at most 300 s).
 - ``GET /v1/runs/{runId}`` -> the run's latest policy version and checkpoint.
-- ``GET /v1/info``, ``GET /healthz`` (also ``/health/live``, ``/health/ready``).
+- ``GET /v1/info``, ``GET /healthz`` (also ``/health/live``, ``/health/ready``), ``GET /metrics`` (Prometheus).
+
+Under ``torchrun`` (one node or several: ``--nnodes N --rdzv-backend c10d --rdzv-endpoint HOST:PORT``)
+global rank 0 serves this API on ``--host`` and every other rank, on any node, follows its commands.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ def info(svc: StepService, trainer: PolicyTrainer, model_dir: str) -> dict:
         "dtype": svc.dtype_name,
         "masterDtype": "float32",
         "worldSize": svc.ctx.world,
+        "nodes": int(os.environ.get("GROUP_WORLD_SIZE", "1")),
         "fsdp": svc.ctx.is_dist,
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
@@ -60,6 +64,29 @@ def info(svc: StepService, trainer: PolicyTrainer, model_dir: str) -> dict:
         "stateDir": svc.state_dir,
         "checkpointRoot": svc.checkpoint_root,
     }
+
+
+def metrics_text(svc: StepService) -> str:
+    """Prometheus text exposition (version 0.0.4) of the worker's counters and its last step."""
+    c, last = svc.counters, svc.last_step
+    lines = []
+
+    def metric(name: str, kind: str, help_: str, value) -> None:
+        if value is None:
+            return
+        lines.extend([f"# HELP rstar_trainer_{name} {help_}", f"# TYPE rstar_trainer_{name} {kind}", f"rstar_trainer_{name} {float(value)!r}"])
+
+    metric("world_size", "gauge", "Ranks (processes) training together, over all nodes.", svc.ctx.world)
+    metric("busy", "gauge", "1 while a step is queued or training.", 1 if svc.busy else 0)
+    metric("steps_done_total", "counter", "Steps trained and committed since start.", c["steps_done"])
+    metric("steps_failed_total", "counter", "Step attempts that failed since start.", c["steps_failed"])
+    metric("trained_tokens_total", "counter", "Model tokens of the committed steps since start.", c["trained_tokens"])
+    metric("train_seconds_total", "counter", "Seconds spent in forward/backward/update of committed steps.", c["train_seconds"])
+    metric("last_step_loss", "gauge", "Token-mean loss of the last committed step.", last.get("loss"))
+    metric("last_step_tokens_per_second", "gauge", "Model tokens per training second of the last committed step.", last.get("tokensPerSecond"))
+    metric("last_step_grad_norm", "gauge", "Mean pre-clip gradient norm of the last committed step.", last.get("gradNorm"))
+    metric("last_step_policy_version", "gauge", "Policy version the last committed step produced.", last.get("newPolicyVersion"))
+    return "\n".join(lines) + "\n"
 
 
 def query_wait(h) -> float:
@@ -82,6 +109,8 @@ def make_handler(svc: StepService, trainer: PolicyTrainer, model_dir: str):
                 parts = path_parts(self)
                 if method == "GET" and parts in (["healthz"], ["health", "live"], ["health", "ready"]):
                     return send(self, 200, {"status": "ok", "busy": svc.busy})
+                if method == "GET" and parts == ["metrics"]:
+                    return send(self, 200, metrics_text(svc), "text/plain; version=0.0.4")
                 if method == "GET" and parts == ["v1", "info"]:
                     return send(self, 200, info(svc, trainer, model_dir))
                 if len(parts) == 5 and parts[:2] == ["v1", "runs"] and parts[3] == "steps":

@@ -7,7 +7,8 @@ State on disk (``--state-dir``), written atomically (temp file + rename + fsync)
 - ``runs/<runId>/steps/<step>/error.json``: a failed attempt's named error (a new PUT may retry);
 - ``runs/<runId>/versions/<v>.json``: where policy version ``v`` lives (checkpoint dir, optimizer file,
   trained steps); the run's first version points at the base model;
-- ``runs/<runId>/optimizer/v<v>.pt``: AdamW state after version ``v`` (full, any world size resumes it).
+- ``runs/<runId>/optimizer/v<v>/``: AdamW state after version ``v`` (sharded DCP directory, one file per
+  rank; any world size resumes it).
 
 Checkpoints go to ``--checkpoint-root/<runId>/v<version>`` unless the request names ``checkpointDir``.
 A step is accepted (202) only after ``request.json`` is on disk; on start the worker re-runs every
@@ -133,6 +134,9 @@ class StepService:
         # What the in-memory weights are: (runId, policyVersion); ("", -1) = the pristine base model.
         self.loaded: tuple[str, int] | None = ("", -1)
         self.stopping = False
+        # Counters since start, for GET /metrics.
+        self.counters = {"steps_done": 0, "steps_failed": 0, "trained_tokens": 0, "train_seconds": 0.0}
+        self.last_step: dict = {}
         self.thread = threading.Thread(target=self._loop, name="trainer-steps", daemon=True)
 
     # ------------------------------------------------------------- paths
@@ -360,7 +364,7 @@ class StepService:
                     load = {"weights": ver["checkpointDir"], "optimizer": ver.get("optimizer")}
             new_v = pv + 1
             ckpt_dir = req.get("checkpointDir") or os.path.join(self.checkpoint_root, run, f"v{new_v}")
-            optim_file = os.path.join(self._run_dir(run), "optimizer", f"v{new_v}.pt")
+            optim_file = os.path.join(self._run_dir(run), "optimizer", f"v{new_v}")
             cmd = {
                 "op": "step", "runId": run, "step": step, "load": load, "batchUri": req["batchUri"], "batchHash": req["batchHash"],
                 "loss": req["loss"], "optimizer": req["optimizer"], "mode": req["mode"], "trainedSteps": ver.get("trainedSteps", 0),
@@ -386,8 +390,14 @@ class StepService:
                 "worldSize": self.ctx.world, "device": str(self.ctx.device), "dtype": self.dtype_name,
             }
             write_json_atomic(os.path.join(sd, "result.json"), result)
+            self.counters["steps_done"] += 1
+            self.counters["trained_tokens"] += int(req["tokens"])
+            self.counters["train_seconds"] += float(metrics["trainSeconds"])
+            self.last_step = result
         except RstarWorkerError as e:
+            self.counters["steps_failed"] += 1
             write_json_atomic(os.path.join(sd, "error.json"), {**e.to_json(), "status": e.status})
         except Exception as e:  # noqa: BLE001 - a failed step is reported, the worker keeps serving
+            self.counters["steps_failed"] += 1
             traceback.print_exc()
             write_json_atomic(os.path.join(sd, "error.json"), {"code": "train_failed", "message": f"{type(e).__name__}: {e}", "status": 500})
