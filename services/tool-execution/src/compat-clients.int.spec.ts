@@ -14,7 +14,7 @@ import { ToolExecutionModule } from './tool-execution.module';
  * The three clients that call a sandbox today, by their request and response shapes at real sizes,
  * against the real tool-execution service (HTTP, its defaults), each answer compared with plain
  * `python3 prog.py` on the same program (the sandbox's interpreter, an empty environment but PATH, HOME
- * and a UTF-8 locale, stdin the same):
+ * and a UTF-8 locale, stdin the same, 60 s to finish):
  * - rStar2-Agent's code-judge client: `POST /run/long-batch` with 32 submissions, each one whole program
  *   (our executor in the shape of its `jupyter_code` tool, compat-clients.executor.ts) replaying a real
  *   MathCoder rollout's earlier cells and running its last (~9 KB each, ~0.3 MB per batch), plus its
@@ -47,7 +47,10 @@ interface Outcome {
 /** The program's file name as each side shows it, and object addresses: the README's two normalisations. */
 const normalise = (s: string, prog?: string) => (prog ? s.split(prog).join('<code>') : s).replace(/0x[0-9a-f]{6,16}/g, '0x...');
 
-/** `python3 prog.py` in a fresh directory with `env` added to a bare environment, killed at 10 s (the clients' limit). */
+/**
+ * `python3 prog.py` in a fresh directory with `env` added to a bare environment, killed at 60 s: longer
+ * than the clients' 10 s, so a program the sandbox stopped at its limit still gets python3's own answer.
+ */
 function python3(code: string, stdin: string, env: Record<string, string> = {}): Promise<Outcome> {
   const dir = mkdtempSync(join(tmpdir(), 'rstar-compat-'));
   const prog = join(dir, 'prog.py');
@@ -64,7 +67,7 @@ function python3(code: string, stdin: string, env: Record<string, string> = {}):
     const timer = setTimeout(() => {
       timedOut = true;
       p.kill('SIGKILL');
-    }, 10_000);
+    }, 60_000);
     p.on('close', (code, signal) => {
       clearTimeout(timer);
       rmSync(dir, { recursive: true, force: true });
@@ -100,14 +103,14 @@ const DOCUMENTED: Record<string, Record<string, string>> = {
 /**
  * Why the sandbox's answer differs from python3's, or null when they agree. A difference is documented
  * when python3 gives the sandbox's answer with a documented setting, when the memory limit killed the
- * call (its stderr then ends with the sandbox's MemoryError line), when either side ran into the 10 s
- * time limit (how far a program gets by then depends on the host), or when python3 itself does not
+ * call (its stderr then ends with the sandbox's MemoryError line), when the sandbox stopped it at the
+ * clients' 10 s time limit while python3 (given 60 s) finished, or when python3 itself does not
  * repeat its own answer (the program is not deterministic); anything else is `undocumented: ...`.
  */
 async function difference(code: string, stdin: string, ref: Outcome, got: Outcome): Promise<string | null> {
   if (same(ref, got)) return null;
-  // Both sides stop a program at 10 s; how far a slow one gets by then depends on the host's load.
-  if (ref.returnCode === null || got.returnCode === null) return 'time limit';
+  // The sandbox stopped it at the clients' 10 s (python3 ran on): the time limit, which load moves.
+  if (got.returnCode === null && ref.returnCode !== null) return 'time limit (10 s)';
   if (got.returnCode === -9 && /\nMemoryError: rstar-sandbox: memory limit reached: .*\(memoryMb\)/.test('\n' + got.stderr)) return 'memory limit';
   for (const [kind, env] of Object.entries(DOCUMENTED)) if (same(await python3(code, stdin, env), got)) return kind;
   if (!same(await python3(code, stdin), ref)) return 'not deterministic under python3 either';
@@ -188,7 +191,7 @@ describe.skipIf(!present)('drop-in routes with three real clients\' shapes, comp
     expect(io.body).toMatchObject({ run_success: true, success: true, stdout: ioRef.stdout, stderr: '' });
     expect(diffs.filter((d) => d.includes('undocumented')), diffs.join('\n')).toEqual([]);
     console.log(`code-judge batch: ${r.bytes} bytes, differences from python3: ${diffs.length ? diffs.join('; ') : 'none'}`);
-  }, 300_000);
+  }, 600_000);
 
   it('code-judge requests carry no time limit: code-judge\'s own 10 s applies, so a 6 s program finishes', async () => {
     const r = await post('/run', { type: 'python', solution: 'import time\ntime.sleep(6)\nprint("woke")', input: null });
