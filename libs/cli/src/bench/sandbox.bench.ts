@@ -336,6 +336,7 @@ async function serviceVsFloor(
   rounds: number,
   service: { n: number; conc: number; call: () => Promise<{ ok: boolean }> },
   floor: { n: number; conc: number; call: () => Promise<{ ok: boolean }> },
+  floorName = 'floor',
 ): Promise<{ service: number; floor: number; ratio: number }> {
   let sCalls = 0;
   let sSecs = 0;
@@ -348,11 +349,11 @@ async function serviceVsFloor(
     sSecs += a.s;
     fCalls += floor.n;
     fSecs += b.s;
-    log(`  ${label} round ${r + 1}/${rounds}: service ${r2(a.perS)} calls/s, floor ${r2(b.perS)} calls/s -> ${r2(a.perS / b.perS)}x (load avg ${r2(loadavg()[0]!)})`);
+    log(`  ${label} round ${r + 1}/${rounds}: service ${r2(a.perS)} calls/s, ${floorName} ${r2(b.perS)} calls/s -> ${r2(a.perS / b.perS)}x (load avg ${r2(loadavg()[0]!)})`);
   }
   const sv = sCalls / sSecs;
   const fl = fCalls / fSecs;
-  log(`${label}: service ${r2(sv)} calls/s vs floor ${r2(fl)} calls/s -> ${r2(sv / fl)}x`);
+  log(`${label}: service ${r2(sv)} calls/s vs ${floorName} ${r2(fl)} calls/s -> ${r2(sv / fl)}x`);
   return { service: sv, floor: fl, ratio: sv / fl };
 }
 
@@ -396,6 +397,7 @@ async function viaHttp(python: string, quick: boolean, pool: SandboxPool): Promi
       rounds,
       { n: quick ? 300 : 700, conc: INFLIGHT, call: () => exOk({ code: TRIVIAL }) },
       { n: quick ? 300 : 700, conc: INFLIGHT, call: () => libOk({ code: TRIVIAL }) },
+      'library',
     );
 
     const trivial = await serviceVsFloor(
@@ -456,6 +458,7 @@ async function viaHttp(python: string, quick: boolean, pool: SandboxPool): Promi
         2,
         { n: all.length / 2, conc: INFLIGHT, call: async () => (await httpExecute(svc.url, { code: all[k++ % all.length]!, timeoutMs: 6000 }), { ok: true }) },
         { n: all.length / 2, conc: INFLIGHT, call: async () => (await pool.execute({ code: all[l++ % all.length]!, timeoutMs: 6000 }), { ok: true }) },
+        'library',
       );
       trajectoryVsLib = lib.ratio;
     } catch (e) {
