@@ -24,7 +24,10 @@ import { REPO_ROOT, SandboxPool, loadTrajectories, replayTrajectories, resolvePy
  * (code-judge runs each call as a fresh `python3`): bare `python3 -c CODE` from the same environment, 2
  * at a time, in the same run on the same programs: `print(1)`, a sympy solve, and the first 500 ToRA
  * code blocks of ../shared/trajectories; plus a lone call's p50 through HTTP. Goals (issue 20): >= 3.5x,
- * >= 40x, >= 4x the floor, lone p50 <= 5 ms. Last: a program importing scipy.stats (what the scipy
+ * >= 40x, >= 4x the floor, lone p50 <= 5 ms. And the HTTP path against the library itself (issue 28),
+ * the same pool size in this process, alternating rounds: `http_vs_library_trivial` (`print(1)`),
+ * `http_vs_library_trajectory` (the same ToRA blocks), goals >= 0.85, and `http_lone_overhead_ms`
+ * (lone-call p50 through HTTP minus through the library, interleaved), goal <= 1 ms. Last: a program importing scipy.stats (what the scipy
  * zygote serves warm) and the containment figure `timeout_overrun_ms` (how far past its limit a
  * timed-out call ends), which tests only bound loosely.
  */
@@ -316,10 +319,12 @@ export async function run(args: string[]): Promise<object> {
       scipy_submodule_ms: r2(scipyMs),
       timeout_overrun_ms: r2(overrun),
     };
+    // Through HTTP, against this same pool through the library (same run, alternating rounds).
+    figures = { ...figures, ...(await viaHttp(python, quick, pool)) };
   } finally {
     await pool.close();
   }
-  return { bench: 'sandbox', ...figures, ...(await viaHttp(python, quick)) };
+  return { bench: 'sandbox', ...figures };
 }
 
 /**
@@ -331,6 +336,7 @@ async function serviceVsFloor(
   rounds: number,
   service: { n: number; conc: number; call: () => Promise<{ ok: boolean }> },
   floor: { n: number; conc: number; call: () => Promise<{ ok: boolean }> },
+  floorName = 'floor',
 ): Promise<{ service: number; floor: number; ratio: number }> {
   let sCalls = 0;
   let sSecs = 0;
@@ -343,34 +349,56 @@ async function serviceVsFloor(
     sSecs += a.s;
     fCalls += floor.n;
     fSecs += b.s;
-    log(`  ${label} round ${r + 1}/${rounds}: service ${r2(a.perS)} calls/s, floor ${r2(b.perS)} calls/s -> ${r2(a.perS / b.perS)}x (load avg ${r2(loadavg()[0]!)})`);
+    log(`  ${label} round ${r + 1}/${rounds}: service ${r2(a.perS)} calls/s, ${floorName} ${r2(b.perS)} calls/s -> ${r2(a.perS / b.perS)}x (load avg ${r2(loadavg()[0]!)})`);
   }
   const sv = sCalls / sSecs;
   const fl = fCalls / fSecs;
-  log(`${label}: service ${r2(sv)} calls/s vs floor ${r2(fl)} calls/s -> ${r2(sv / fl)}x`);
+  log(`${label}: service ${r2(sv)} calls/s vs ${floorName} ${r2(fl)} calls/s -> ${r2(sv / fl)}x`);
   return { service: sv, floor: fl, ratio: sv / fl };
 }
 
+/** p50 in ms of `n` lone calls (one at a time) of each side, interleaved call by call so both see the same load. */
+async function loneP50s(n: number, a: () => Promise<unknown>, b: () => Promise<unknown>): Promise<{ a: number; b: number; bP99: number }> {
+  const la: number[] = [];
+  const lb: number[] = [];
+  for (let i = 0; i < n; i++) {
+    let t = performance.now();
+    await a();
+    la.push(performance.now() - t);
+    t = performance.now();
+    await b();
+    lb.push(performance.now() - t);
+  }
+  return { a: pct(la, 50), b: pct(lb, 50), bP99: pct(lb, 99) };
+}
+
 /**
- * rstar through its HTTP service vs the floor (bare `python3 -c`, 2 at a time), same programs, same run;
- * each ratio = service calls/s / floor calls/s.
+ * rstar through its HTTP service (its own process, its own pool of the same size) against the same
+ * calls through the library (`pool`, in this process) and against the floor (bare `python3 -c`, 2 at a
+ * time), same programs, same run, alternating rounds; each ratio = service calls/s / the other side's.
+ * Goals (issue 28): HTTP >= 0.85 of the library's calls/s on `print(1)` and on the ToRA blocks, a lone
+ * call at most 1 ms over the library's p50.
  */
-async function viaHttp(python: string, quick: boolean): Promise<Record<string, number>> {
+async function viaHttp(python: string, quick: boolean, pool: SandboxPool): Promise<Record<string, number>> {
   const svc = await startService();
   const FLOOR = 2;
   const INFLIGHT = 64;
   const rounds = quick ? 2 : 3;
   try {
     const exOk = async (req: ExecRequest) => ({ ok: (await httpExecute(svc.url, req)).status === 'ok' });
+    const libOk = async (req: ExecRequest) => ({ ok: (await pool.execute(req)).status === 'ok' });
     for (let i = 0; i < 50; i++) await httpExecute(svc.url, { code: 'pass' });
-    const lone: number[] = [];
-    for (let i = 0; i < (quick ? 100 : 300); i++) {
-      const t = performance.now();
-      await httpExecute(svc.url, { code: 'pass' });
-      lone.push(performance.now() - t);
-    }
-    const loneP50 = pct(lone, 50);
-    log(`(http) lone call: p50 ${r2(loneP50)} ms, p99 ${r2(pct(lone, 99))} ms`);
+    const lone = await loneP50s(quick ? 100 : 300, () => pool.execute({ code: 'pass' }), () => httpExecute(svc.url, { code: 'pass' }));
+    const loneP50 = lone.b;
+    const loneOverhead = lone.b - lone.a;
+    log(`(http) lone call: p50 ${r2(loneP50)} ms, p99 ${r2(lone.bP99)} ms; through the library p50 ${r2(lone.a)} ms -> ${r2(loneOverhead)} ms over`);
+    const trivialVsLib = await serviceVsFloor(
+      '(http vs library a) print(1)',
+      rounds,
+      { n: quick ? 300 : 700, conc: INFLIGHT, call: () => exOk({ code: TRIVIAL }) },
+      { n: quick ? 300 : 700, conc: INFLIGHT, call: () => libOk({ code: TRIVIAL }) },
+      'library',
+    );
 
     const trivial = await serviceVsFloor(
       '(http a) print(1)',
@@ -385,6 +413,7 @@ async function viaHttp(python: string, quick: boolean): Promise<Record<string, n
       { n: quick ? 4 : 6, conc: FLOOR, call: () => barePython(python, SYMPY, 30_000) },
     );
     let trajectory = NaN;
+    let trajectoryVsLib = NaN;
     try {
       // Every block runs on both sides (floor included): same programs, halves alternating.
       const blocks = toraBlocks(quick ? 100 : 500);
@@ -420,6 +449,18 @@ async function viaHttp(python: string, quick: boolean): Promise<Record<string, n
         },
       );
       trajectory = r.ratio;
+      // The same blocks through the library: every block on both sides, halves alternating.
+      const all = [...halves[0]!, ...halves[1]!];
+      let k = 0;
+      let l = 0;
+      const lib = await serviceVsFloor(
+        `(http vs library c) first ${blocks.length} ToRA blocks`,
+        2,
+        { n: all.length / 2, conc: INFLIGHT, call: async () => (await httpExecute(svc.url, { code: all[k++ % all.length]!, timeoutMs: 6000 }), { ok: true }) },
+        { n: all.length / 2, conc: INFLIGHT, call: async () => (await pool.execute({ code: all[l++ % all.length]!, timeoutMs: 6000 }), { ok: true }) },
+        'library',
+      );
+      trajectoryVsLib = lib.ratio;
     } catch (e) {
       log(`(http c) skipped: ${(e as Error).message}`);
     }
@@ -428,6 +469,9 @@ async function viaHttp(python: string, quick: boolean): Promise<Record<string, n
       http_vs_floor_sympy: r2(sympy.ratio),
       http_vs_floor_trajectory: r2(trajectory),
       http_lone_p50_ms: r2(loneP50),
+      http_vs_library_trivial: r2(trivialVsLib.ratio),
+      http_vs_library_trajectory: r2(trajectoryVsLib),
+      http_lone_overhead_ms: r2(loneOverhead),
     };
   } finally {
     AGENT.destroy();

@@ -3,6 +3,7 @@ import { ConfigService } from '@nestjs/config';
 import { NestFactory } from '@nestjs/core';
 import { RstarError } from '@rstar/contracts';
 import { createLogger, startTracing } from '@rstar/telemetry';
+import { DEFAULT_BODY_LIMIT_BYTES, useBodyLimits } from './body-limit';
 import { ServiceConfigError } from './service-config';
 
 /** The port a service was told to use is taken; the message says by whom and the fix. */
@@ -34,6 +35,9 @@ export interface StartedService {
  * Create the service's Nest application from its root module, enable shutdown hooks (SIGTERM/SIGINT
  * run every `beforeApplicationShutdown`/`onApplicationShutdown` hook: workers drain, then the bus and
  * archive close), and listen on the validated `PORT`/`HOST`. Logs are Nest's ConsoleLogger in JSON.
+ * Request bodies (JSON, urlencoded) are read up to the service's `RSTAR_HTTP_BODY_LIMIT_BYTES` setting
+ * when its schema has one, else {@link DEFAULT_BODY_LIMIT_BYTES}; a larger or malformed body is answered
+ * with the `invalid_request` JSON ({@link useBodyLimits}).
  * @throws ServiceConfigError for a bad setting; PortInUseError when the port is taken (naming the rstar
  * service that holds it, when it is one).
  */
@@ -41,6 +45,8 @@ export async function startService(module: Type | DynamicModule, service: string
   const app = await NestFactory.create(module, {
     logger: new ConsoleLogger({ json: true, prefix: service, logLevels: ['error', 'warn'] }),
     abortOnError: false,
+    // The parsers are added below, with the service's body limit (body-parser's default is 100 KB).
+    bodyParser: false,
   });
   // process.exit(0) after the hooks ran (instead of re-raising the signal): a clean stop exits 0 and prints its "stopped" line.
   app.enableShutdownHooks(['SIGTERM', 'SIGINT'], { useProcessExit: true });
@@ -49,6 +55,8 @@ export async function startService(module: Type | DynamicModule, service: string
   express.set('etag', false);
   express.disable('x-powered-by');
   const cfg = app.get(ConfigService);
+  const bodyLimit = cfg.get<number | undefined>('RSTAR_HTTP_BODY_LIMIT_BYTES');
+  useBodyLimits(app, typeof bodyLimit === 'number' ? bodyLimit : DEFAULT_BODY_LIMIT_BYTES);
   const port = Number(cfg.get('PORT'));
   const host = String(cfg.get('HOST') ?? '0.0.0.0');
   try {

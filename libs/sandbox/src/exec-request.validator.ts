@@ -7,7 +7,8 @@ export const DEFAULT_LIMITS: ExecLimits = { timeoutMs: 4_000, memoryMb: 384, out
 export const DEFAULT_MAXIMA: ExecLimits & { inputBytes: number; codeBytes: number } = {
   timeoutMs: 60_000,
   memoryMb: 4_096,
-  outputChars: 1_000_000,
+  // 1 MiB: what SandboxFusion keeps per stream, so the drop-in routes can keep as much.
+  outputChars: 1 << 20,
   inputBytes: 16 << 20,
   codeBytes: 1 << 20,
 };

@@ -15,6 +15,7 @@ export type {
 } from './sandbox.types';
 export { DEFAULT_LIMITS, DEFAULT_MAXIMA, MIN_MEMORY_MB, resolveRequest, type ResolvedRequest } from './exec-request.validator';
 export { resolvePython, REPO_ROOT } from './python.resolver';
+export { memoryKillNote } from './zygote.response';
 export {
   INVALID_REQUEST_PREFIX,
   SandboxError,

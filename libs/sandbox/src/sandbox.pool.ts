@@ -357,7 +357,7 @@ export class SandboxPool {
     let result: ExecResult;
     try {
       const frame = await w.request(msg, r.timeoutMs + 10_000, r.code, r.input ?? '');
-      result = execResultOf(frame, r.outputChars);
+      result = execResultOf(frame, r.outputChars, r.memoryMb);
       if (r.session) {
         result.sessionReset = Boolean(frame.msg.sessionReset);
         result.sessionKept = frame.msg.sessionKept !== false && result.status !== 'sandbox_error';

@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import {
   codeJudgeToExec,
   COMPAT_OUTPUT_CHARS,
+  CODE_JUDGE_DEFAULT_TIMEOUT_MS,
+  SANDBOX_FUSION_DEFAULT_TIMEOUT_MS,
   execToCodeJudge,
   execToSandboxFusion,
   InvalidRequestError,
@@ -31,8 +33,19 @@ describe('SandboxFusion /run_code mapping', () => {
   it('maps verl\'s request fields onto an ExecRequest with plain python3 semantics', () => {
     const body = { code: 'print(input())', language: 'python', compile_timeout: 10, run_timeout: 2.5, memory_limit_MB: 1024, stdin: 'hi', files: {}, fetch_files: [] };
     expect(sandboxFusionToExec(body)).toEqual({ code: 'print(input())', input: 'hi', echo: false, outputChars: COMPAT_OUTPUT_CHARS, timeoutMs: 2500, memoryMb: 1024 });
-    // -1 (SandboxFusion's "no limit") and absent fields leave the service's defaults; null stdin is none.
-    expect(sandboxFusionToExec({ code: 'x', language: 'python', memory_limit_MB: -1, stdin: null, extra: 1 })).toEqual({ code: 'x', input: '', echo: false, outputChars: COMPAT_OUTPUT_CHARS });
+    // -1 (SandboxFusion's "no limit") leaves the pool's memory default; an absent run_timeout is
+    // SandboxFusion's own 10 s; null stdin is none.
+    expect(sandboxFusionToExec({ code: 'x', language: 'python', memory_limit_MB: -1, stdin: null, extra: 1 })).toEqual({
+      code: 'x', input: '', echo: false, outputChars: COMPAT_OUTPUT_CHARS, timeoutMs: SANDBOX_FUSION_DEFAULT_TIMEOUT_MS,
+    });
+    expect(SANDBOX_FUSION_DEFAULT_TIMEOUT_MS).toBe(10_000);
+    expect(COMPAT_OUTPUT_CHARS).toBe(1 << 20);
+  });
+
+  it('takes the configured defaults when the request names none', () => {
+    const req = sandboxFusionToExec({ code: 'x', language: 'python' }, { timeoutMs: 7000, outputChars: 500 });
+    expect(req).toMatchObject({ timeoutMs: 7000, outputChars: 500 });
+    expect(sandboxFusionToExec({ code: 'x', language: 'python', run_timeout: 2 }, { timeoutMs: 7000, outputChars: 500 }).timeoutMs).toBe(2000);
   });
 
   it('rejects what it cannot serve, naming the field', () => {
@@ -69,7 +82,10 @@ describe('SandboxFusion /run_code mapping', () => {
 describe('code-judge /run mapping', () => {
   it('maps rStar2\'s submission onto an ExecRequest and back', () => {
     const s = parseCodeJudgeSubmission({ type: 'python', solution: 'print(input())', input: '9', expected_output: '9' });
-    expect(codeJudgeToExec(s)).toEqual({ code: 'print(input())', input: '9', echo: false, outputChars: COMPAT_OUTPUT_CHARS });
+    // No limits in code-judge requests: code-judge's own 10 s, 1 MiB kept per stream.
+    expect(codeJudgeToExec(s)).toEqual({ code: 'print(input())', input: '9', echo: false, timeoutMs: CODE_JUDGE_DEFAULT_TIMEOUT_MS, outputChars: COMPAT_OUTPUT_CHARS });
+    expect(CODE_JUDGE_DEFAULT_TIMEOUT_MS).toBe(10_000);
+    expect(codeJudgeToExec(s, { timeoutMs: 3000, outputChars: 99 })).toMatchObject({ timeoutMs: 3000, outputChars: 99 });
     expect(codeJudgeToExec(parseCodeJudgeSubmission({ type: 'python', solution: 'x', input: null })).input).toBe('');
     const r = execToCodeJudge({ sub_id: 'a', expected_output: '9' }, result({ stdout: '9\n' }));
     expect(r).toEqual({ sub_id: 'a', success: true, run_success: true, cost: 1.5, reason: '', stdout: '9\n', stderr: '' });

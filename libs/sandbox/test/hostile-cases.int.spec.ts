@@ -219,6 +219,9 @@ describe('hostile cases', () => {
     expect(lines.length).toBeGreaterThanOrEqual(6);
     expect(lines.length).toBeLessThanOrEqual(8);
     expect(lines[0]).toBe('allocated 128 MiB');
+    // stderr says why: the sandbox's MemoryError line naming the limit (OOM kill), or Python's own (RLIMIT_AS).
+    expect(r.stderr.trimEnd().split('\n').at(-1)).toMatch(/^MemoryError/);
+    if (r.signal === 'SIGKILL') expect(r.stderr).toContain('at most 1024 MiB (memoryMb)');
   });
 
   it('H14 BLAS matmul under the default limit: 1 thread, result printed', async () => {

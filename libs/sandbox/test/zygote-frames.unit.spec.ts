@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { endsInMemoryError, responseTexts, streamText } from '../src/output.text';
 import { encodeRequest, FrameReader, type ZygoteFrame } from '../src/zygote.frames';
-import { execResultOf } from '../src/zygote.response';
+import { execResultOf, memoryKillNote } from '../src/zygote.response';
 
 describe('zygote framing', () => {
   it('a request is its header length in 8 hex digits, the header with the payload lengths, then code and input bytes', () => {
@@ -97,5 +97,19 @@ describe('output text from stream bytes', () => {
     expect(execResultOf(frame('runtime_error', null, 'SIGSEGV'), 1000).status).toBe('runtime_error');
     expect(execResultOf({ msg: { status: 'sandbox_error', stdout: '', stderr: 'rstar-sandbox: x', exitCode: null, signal: null }, payload: Buffer.alloc(0) }, 10))
       .toMatchObject({ status: 'sandbox_error', stderr: 'rstar-sandbox: x' });
+  });
+
+  it('a call the memory limit killed ends its stderr with one MemoryError line naming the limit', () => {
+    const out = Buffer.from('partial');
+    const killed = { msg: { status: 'memory_limit', exitCode: null, signal: 'SIGKILL', wallMs: 3, cpuMs: 2, streams: [[0, 0, 0], [out.length, 0, out.length]], stderrNotes: [] }, payload: out };
+    const r = execResultOf(killed, 1000, 384);
+    expect(r.status).toBe('memory_limit');
+    expect(r.stderr).toBe(`partial\n${memoryKillNote(384)}`);
+    expect(memoryKillNote(384)).toMatch(/^MemoryError: .*384 MiB \(memoryMb\).*\n$/);
+    expect(endsInMemoryError(r.stderr)).toBe(true);
+    // A MemoryError the program printed itself (RLIMIT_AS) already says it: nothing added.
+    const tb = Buffer.from('Traceback (most recent call last):\nMemoryError\n');
+    const own = { msg: { status: 'runtime_error', exitCode: 1, signal: null, wallMs: 3, cpuMs: 2, streams: [[0, 0, 0], [tb.length, 0, tb.length]] }, payload: tb };
+    expect(execResultOf(own, 1000, 384).stderr).toBe(String(tb));
   });
 });

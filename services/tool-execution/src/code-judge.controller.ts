@@ -10,7 +10,8 @@ import {
   type SandboxPool,
 } from '@rstar/sandbox';
 import { RequireScope } from '@rstar/nest-runtime';
-import { SANDBOX_POOL, TOOL_METRICS } from './tokens';
+import type { DropInRouteDefaults } from './sandbox-pool.provider';
+import { DROP_IN_DEFAULTS, SANDBOX_POOL, TOOL_METRICS } from './tokens';
 import { executeMeasured, type ToolExecutionMetrics } from '@rstar/tool-calls';
 
 const badRequest = (e: unknown): never => {
@@ -20,7 +21,8 @@ const badRequest = (e: unknown): never => {
 
 /**
  * code-judge's `POST /run`, `/run/batch` and `/run/long-batch`, so rStar2's tool client can use
- * tool-execution by changing its URL (both batch routes answer when every submission has run).
+ * tool-execution by changing its URL (both batch routes answer when every submission has run). A
+ * submission runs with code-judge's own 10 s limit unless `RSTAR_CODE_JUDGE_TIMEOUT_MS` says otherwise.
  * Mapping: libs/sandbox/src/compat (README "Drop-in APIs"). Needs a token with scope `execute` when tokens are configured.
  */
 @Controller('run')
@@ -29,6 +31,7 @@ export class CodeJudgeController {
   constructor(
     @Inject(SANDBOX_POOL) private readonly pool: SandboxPool,
     @Inject(TOOL_METRICS) private readonly metrics: ToolExecutionMetrics,
+    @Inject(DROP_IN_DEFAULTS) private readonly defaults: DropInRouteDefaults,
   ) {}
 
   @Post()
@@ -40,7 +43,7 @@ export class CodeJudgeController {
     } catch (e) {
       return badRequest(e);
     }
-    return execToCodeJudge(sub, await executeMeasured(this.pool, this.metrics, codeJudgeToExec(sub)));
+    return execToCodeJudge(sub, await executeMeasured(this.pool, this.metrics, codeJudgeToExec(sub, this.defaults.codeJudge)));
   }
 
   @Post('batch')
@@ -67,7 +70,7 @@ export class CodeJudgeController {
       batch.items.map(async (item, i) =>
         item instanceof InvalidRequestError
           ? invalidCodeJudgeResult(raw[i], item)
-          : execToCodeJudge(item, await executeMeasured(this.pool, this.metrics, codeJudgeToExec(item))),
+          : execToCodeJudge(item, await executeMeasured(this.pool, this.metrics, codeJudgeToExec(item, this.defaults.codeJudge))),
       ),
     );
     return { sub_id: batch.sub_id, results };

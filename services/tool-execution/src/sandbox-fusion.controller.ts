@@ -1,7 +1,8 @@
 import { Body, Controller, HttpException, Inject, Post, Res } from '@nestjs/common';
 import { execToSandboxFusion, InvalidRequestError, sandboxFusionToExec, type SandboxFusionRunCodeResponse, type SandboxPool } from '@rstar/sandbox';
 import { RequireScope } from '@rstar/nest-runtime';
-import { SANDBOX_POOL, TOOL_METRICS } from './tokens';
+import type { DropInRouteDefaults } from './sandbox-pool.provider';
+import { DROP_IN_DEFAULTS, SANDBOX_POOL, TOOL_METRICS } from './tokens';
 import { executeMeasured, type ToolExecutionMetrics } from '@rstar/tool-calls';
 
 /** The part of the HTTP response the controller touches. */
@@ -12,7 +13,8 @@ interface HttpResponse {
 
 /**
  * SandboxFusion's `POST /run_code`, so verl's sandbox tool (and SandboxFusion's own client) can use
- * tool-execution by changing its URL. Mapping: libs/sandbox/src/compat (README "Drop-in APIs"). Needs a
+ * tool-execution by changing its URL; without `run_timeout` a program gets SandboxFusion's 10 s
+ * (`RSTAR_SANDBOX_FUSION_TIMEOUT_MS`). Mapping: libs/sandbox/src/compat (README "Drop-in APIs"). Needs a
  * token with scope `execute` when tokens are configured.
  */
 @Controller()
@@ -21,13 +23,14 @@ export class SandboxFusionController {
   constructor(
     @Inject(SANDBOX_POOL) private readonly pool: SandboxPool,
     @Inject(TOOL_METRICS) private readonly metrics: ToolExecutionMetrics,
+    @Inject(DROP_IN_DEFAULTS) private readonly defaults: DropInRouteDefaults,
   ) {}
 
   @Post('run_code')
   async runCode(@Body() body: unknown, @Res({ passthrough: true }) res: HttpResponse): Promise<SandboxFusionRunCodeResponse> {
     let req;
     try {
-      req = sandboxFusionToExec(body);
+      req = sandboxFusionToExec(body, this.defaults.sandboxFusion);
     } catch (e) {
       if (e instanceof InvalidRequestError)
         throw new HttpException({ status: 'invalid_request', code: e.code, field: e.field, message: e.message }, 400);

@@ -224,9 +224,11 @@ def system_exit_code(exc):
 
 
 def source_lines(code):
-    """The program's lines as linecache holds a file's: each ends in a newline (the traceback module
-    places its carets one column off on a last line without one)."""
-    lines = code.splitlines(True)
+    """The program's lines as linecache holds a file's: read with universal newlines, as linecache reads
+    a script (CRLF and a lone CR become LF, and only those end a line: `str.splitlines` would also split
+    at form feeds and U+2028, shifting every later line number), each ending in a newline (the traceback
+    module places its carets one column off on a line that keeps its CR, or on a last line without one)."""
+    lines = io.StringIO(code, newline=None).readlines()
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     return lines

@@ -185,6 +185,24 @@ def test_source_lines_end_in_newline():
     assert cell.source_lines("") == []
 
 
+def test_source_lines_read_with_universal_newlines_as_linecache_reads_a_script():
+    assert cell.source_lines("a\r\nb\rc") == ["a\n", "b\n", "c\n"]
+    # Form feed and U+2028 do not end a line for the tokenizer: later line numbers must not shift.
+    assert cell.source_lines("a = '\u2028'\x0c\nb") == ["a = '\u2028'\x0c\n", "b\n"]
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\r"])
+def test_traceback_carets_on_crlf_source_match_python3(streams, tmp_path, newline):
+    import subprocess
+    src = newline.join(["x = 1", "y = [1, 2]", "print(y[0] + y[5] + x)", ""])
+    prog = tmp_path / "prog.py"
+    prog.write_bytes(src.encode())
+    ref = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True)
+    _, err = streams
+    assert cell.run_cell(src, ns(), echo=False) == 1
+    assert err.getvalue().replace('"<code>"', f'"{prog}"') == ref.stderr
+
+
 def test_clearing_main_runs_del_as_shutdown_does(streams):
     out, _ = streams
     g = ns()

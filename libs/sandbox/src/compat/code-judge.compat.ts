@@ -3,7 +3,10 @@ import { z } from 'zod';
 import { InvalidRequestError } from '../sandbox.errors';
 import type { ExecRequest, ExecResult } from '../sandbox.types';
 import { invalidFromZod } from './compat.errors';
-import { COMPAT_OUTPUT_CHARS } from './sandbox-fusion.compat';
+import { COMPAT_OUTPUT_CHARS, type DropInDefaults } from './sandbox-fusion.compat';
+
+/** code-judge's own time limit for a submission (rStar2's client sends none, so this is what it gets). */
+export const CODE_JUDGE_DEFAULT_TIMEOUT_MS = 10_000;
 
 /**
  * code-judge's Submission (`POST /run`, and each item of `/run/batch`, `/run/long-batch`) as rStar2's
@@ -57,10 +60,15 @@ export function parseCodeJudgeSubmission(body: unknown, prefix = ''): CodeJudgeS
 
 /**
  * The ExecRequest for a submission: `solution` runs as `python3 prog.py` would (`echo: false`) with
- * `input` on stdin; code-judge requests carry no limits, so the service's defaults apply.
+ * `input` on stdin. code-judge requests carry no limits: the time limit is `defaults.timeoutMs`
+ * (code-judge's own 10 s unless configured), output is kept up to `defaults.outputChars`, memory is the
+ * pool's default.
  */
-export function codeJudgeToExec(s: CodeJudgeSubmission): ExecRequest {
-  return { code: s.solution, input: s.input ?? '', echo: false, outputChars: COMPAT_OUTPUT_CHARS };
+export function codeJudgeToExec(
+  s: CodeJudgeSubmission,
+  defaults: DropInDefaults = { timeoutMs: CODE_JUDGE_DEFAULT_TIMEOUT_MS, outputChars: COMPAT_OUTPUT_CHARS },
+): ExecRequest {
+  return { code: s.solution, input: s.input ?? '', echo: false, timeoutMs: defaults.timeoutMs, outputChars: defaults.outputChars };
 }
 
 /**

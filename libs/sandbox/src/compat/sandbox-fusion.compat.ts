@@ -44,18 +44,41 @@ export interface SandboxFusionRunCodeResponse {
 
 /** Languages the route runs: rstar's sandbox is Python only. */
 export const SANDBOX_FUSION_LANGUAGES: readonly string[] = ['python', 'python3'];
-/** Characters kept per stream on the drop-in routes (their callers expect whole outputs, not PROTOCOL's 1,000). */
-export const COMPAT_OUTPUT_CHARS = 65_536;
+/**
+ * Characters kept per stream on the drop-in routes by default: SandboxFusion reads up to 1 MiB of each
+ * stream (its runner's `get_output_non_blocking`) and verl's `check_correctness` compares that whole
+ * stdout with the expected output, so a cut at PROTOCOL's 1,000 (or any smaller cap) would judge a right
+ * program wrong. Counted in characters, which never keeps less than 1 MiB of bytes would.
+ */
+export const COMPAT_OUTPUT_CHARS = 1 << 20;
+/** SandboxFusion's default `run_timeout` (10 s: its RunCodeRequest's default, and verl's DEFAULT_TIMEOUT). */
+export const SANDBOX_FUSION_DEFAULT_TIMEOUT_MS = 10_000;
 
 /**
- * The ExecRequest for a SandboxFusion `/run_code` body: `run_timeout` s -> `timeoutMs`,
- * `memory_limit_MB` (-1 or absent: the pool's default) -> `memoryMb`, `stdin` -> `input`, plain
- * `python3 prog.py` semantics (`echo: false`), output kept up to {@link COMPAT_OUTPUT_CHARS}.
+ * What a drop-in route applies when the request does not say: the time limit of the system it replaces
+ * and the characters kept per stream. tool-execution reads them from its settings
+ * (`RSTAR_SANDBOX_FUSION_TIMEOUT_MS`, `RSTAR_CODE_JUDGE_TIMEOUT_MS`, `RSTAR_DROP_IN_OUTPUT_CHARS`).
+ */
+export interface DropInDefaults {
+  /** Wall-clock limit in ms for a request that names none. */
+  timeoutMs: number;
+  /** Characters kept per stream. */
+  outputChars: number;
+}
+
+/**
+ * The ExecRequest for a SandboxFusion `/run_code` body: `run_timeout` s -> `timeoutMs` (absent:
+ * `defaults.timeoutMs`, SandboxFusion's 10 s unless configured), `memory_limit_MB` (-1 or absent: the
+ * pool's default) -> `memoryMb`, `stdin` -> `input`, plain `python3 prog.py` semantics (`echo: false`),
+ * output kept up to `defaults.outputChars` ({@link COMPAT_OUTPUT_CHARS}, SandboxFusion's 1 MiB).
  * `compile_timeout` has nothing to bound for Python and is ignored.
  * @throws InvalidRequestError naming the field: malformed body, a language other than Python, or
  *   `files`/`fetch_files` with entries (not served by this route)
  */
-export function sandboxFusionToExec(body: unknown): ExecRequest {
+export function sandboxFusionToExec(
+  body: unknown,
+  defaults: DropInDefaults = { timeoutMs: SANDBOX_FUSION_DEFAULT_TIMEOUT_MS, outputChars: COMPAT_OUTPUT_CHARS },
+): ExecRequest {
   const parsed = SandboxFusionRunCodeRequest.safeParse(body);
   if (!parsed.success) throw invalidFromZod(parsed.error, 'send a SandboxFusion RunCodeRequest like {"code": "print(1)", "language": "python"}');
   const r = parsed.data;
@@ -65,8 +88,13 @@ export function sandboxFusionToExec(body: unknown): ExecRequest {
     throw new InvalidRequestError('files', 'uploading files is not supported by rstar\'s /run_code; send the data on stdin or inside the code');
   if (r.fetch_files?.length)
     throw new InvalidRequestError('fetch_files', 'fetching files is not supported by rstar\'s /run_code; print what you need instead');
-  const req: ExecRequest = { code: r.code, input: r.stdin ?? '', echo: false, outputChars: COMPAT_OUTPUT_CHARS };
-  if (r.run_timeout !== undefined) req.timeoutMs = Math.round(r.run_timeout * 1000);
+  const req: ExecRequest = {
+    code: r.code,
+    input: r.stdin ?? '',
+    echo: false,
+    outputChars: defaults.outputChars,
+    timeoutMs: r.run_timeout !== undefined ? Math.round(r.run_timeout * 1000) : defaults.timeoutMs,
+  };
   if (r.memory_limit_MB !== undefined && r.memory_limit_MB > 0) req.memoryMb = r.memory_limit_MB;
   return req;
 }
