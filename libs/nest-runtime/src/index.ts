@@ -12,6 +12,7 @@ export * from './event-store.module';
 export * from './metrics.module';
 export * from './background.worker';
 export * from './bootstrap';
+export * from './listen-address';
 export * from './auth/security.env';
 export * from './auth/security.settings.provider';
 export * from './auth/require-scope.decorator';
