@@ -73,9 +73,10 @@ describe.skipIf(!version)('secured policy-serving: unsigned or forged PolicyUpda
   it('dead-letters the unsigned and the forged update, leaves the engines and the policy version alone, and applies the signed one', async () => {
     const before = (await engineInfo()).weight_version;
     expect((await servingReady()).info?.rollouts?.policyVersion).toBe(0);
-    const control = await connectAs('control-plane');
+    // The operator watches the dead letters (a consumer of its own: the services' durables are theirs alone).
+    const operator = await connectAs('cli');
     const dead: RstarEvent[] = [];
-    await control.subscribe({ durable: 'dlq', types: ['DeadLettered'], from: 'all', handler: async (e) => void dead.push(e) });
+    await operator.subscribe({ durable: 'dlq', types: ['DeadLettered'], allSubjects: true, from: 'all', handler: async (e) => void dead.push(e) });
     const update = (key: string) => sampleEvent('PolicyUpdated', { runId: 'run-secured', key, producer: 'optimization', data: { version: 1, checkpointUri: checkpoint.dir, checkpointHash: checkpoint.hash } });
 
     // With the optimizer's NATS credentials but no signature, and with a key that is not the optimizer's.

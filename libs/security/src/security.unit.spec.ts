@@ -10,7 +10,7 @@ import { EventSigner, EventVerifier, parseTrustedKeys, signedContent } from './e
 import { leafHash, merkleTree, rootFromPath } from './merkle';
 import { renderNatsAuthConfig } from './nats-config.renderer';
 import { consumerFilters, inboxPrefixOf, natsPermissions } from './nats-permissions';
-import { BUS_ROLES, consumedBy, PRINCIPALS, producersOf } from './principals';
+import { BUS_ROLES, consumedBy, PRINCIPALS, producersOf, durablesOf, ownerOfDurable } from './principals';
 import { generateSecrets } from './secrets.generator';
 import { SecurityConfigError, securityFromEnv } from './security.settings';
 
@@ -68,8 +68,11 @@ describe('the producer/consumer table and NATS permissions derived from the cont
     expect(p.publish.allow).not.toContain('px.policy.updated');
     expect(p.publish.allow).not.toContain('$JS.API.>');
     expect(p.publish.allow.some((s) => s.startsWith('$JS.API.STREAM.CREATE'))).toBe(false);
-    expect(p.publish.allow).toContain('$JS.API.CONSUMER.CREATE.S1.*.px.rollout.completed');
-    expect(p.publish.allow).toContain('$JS.ACK.S1.>');
+    expect(p.publish.allow).toContain('$JS.API.CONSUMER.CREATE.S1.reward-grading.px.rollout.completed');
+    expect(p.publish.allow).toContain('$JS.ACK.S1.reward-grading.>');
+    expect(p.publish.allow).toContain('$JS.API.CONSUMER.MSG.NEXT.S1.reward-grading');
+    // Nothing on a consumer it does not own.
+    expect(p.publish.allow.filter((s) => /^\$JS\.(API\.CONSUMER|ACK)/.test(s)).every((s) => s.includes('.reward-grading'))).toBe(true);
     expect(p.subscribe.allow).toEqual([`${inboxPrefixOf('reward-grading')}.>`, ]);
     expect(p.allowResponses).toBe(false);
   });
@@ -83,6 +86,19 @@ describe('the producer/consumer table and NATS permissions derived from the cont
     const te = natsPermissions('tool-execution');
     expect(te.subscribe.allow).toContain('tool.execute');
     expect(te.allowResponses).toBe(true);
+  });
+
+  it('consumers belong to their owner: each service reads, acks and creates only its own durables (per replica where named so); the CLI any but theirs', () => {
+    for (const pr of PRINCIPALS) expect(BUS_ROLES[pr].durables.length || BUS_ROLES[pr].ownsUnlistedDurables, pr).toBeTruthy();
+    for (const pr of PRINCIPALS) if (!BUS_ROLES[pr].ownsUnlistedDurables) expect(BUS_ROLES[pr].durables.length, pr).toBe(BUS_ROLES[pr].subscriptions.length);
+    const ps = natsPermissions('policy-serving', { instances: { 'policy-serving': ['ps-0', 'ps-1'] } }).publish.allow;
+    expect(ps).toContain('$JS.API.CONSUMER.MSG.NEXT.RSTAR.policy-serving-turns-ps-1');
+    expect(ps).not.toContain('$JS.API.CONSUMER.MSG.NEXT.RSTAR.policy-serving-turns-default');
+    expect(durablesOf('policy-serving')).toContain('policy-serving-tool-results-default');
+    expect(ownerOfDurable('archiver')).toBe('control-plane');
+    const cli = natsPermissions('cli').publish;
+    expect(cli.allow).toContain('$JS.API.CONSUMER.MSG.NEXT.RSTAR.*');
+    for (const pr of PRINCIPALS.filter((x) => x !== 'cli')) for (const d of durablesOf(pr)) expect(cli.deny, d).toContain(`$JS.API.CONSUMER.MSG.NEXT.RSTAR.${d}`);
   });
 
   it('consumer filters follow the subscriptions: one type = its subject, several = the prefix', () => {
