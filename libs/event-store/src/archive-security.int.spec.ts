@@ -62,8 +62,8 @@ describe('archive on Postgres: least-privilege roles, append-only events, hash c
     for (const appendMethod of ['copy', 'unnest'] as const) {
       const store = await EventStore.connect({ connectionString: urlAs(n.logins.control_plane), schema, migrate: false, appendMethod });
       const events = Array.from({ length: 6 }, (_, i) => ev(run, `step-${appendMethod}`, i));
-      expect(await store.appendBatch(events)).toEqual({ appended: 6, duplicates: 0 });
-      expect(await store.appendBatch(events.slice(0, 2))).toEqual({ appended: 0, duplicates: 2 });
+      expect(await store.appendBatch(events)).toEqual({ appended: 6, duplicates: 0, quarantined: 0, collisions: [] });
+      expect(await store.appendBatch(events.slice(0, 2))).toEqual({ appended: 0, duplicates: 2, quarantined: 0, collisions: [] });
       await store.close();
     }
     const archiver = urlAs(n.logins.control_plane);

@@ -3,7 +3,7 @@ import { parseEvent, type EventType, type RstarEvent } from '@rstar/contracts';
 import { CorruptEventError, EventStoreConfigError } from './errors';
 import { LATEST_MIGRATION, MIGRATIONS } from './migrations';
 import { copyAppend } from './copy-append';
-import { planAppend, type AppendRow, type PlannedRow } from './append.plan';
+import { planAppend, type AppendRow, type Collision, type PlannedRow } from './append.plan';
 import { ChainVerifier, type ChainReport, type ChainRow } from './hash-chain';
 import { START, type LogPosition } from './position';
 import { withoutNul } from './nul.sanitizer';
@@ -54,11 +54,29 @@ export interface EventStoreOptions {
   migrate?: boolean;
 }
 
+/** A row of the quarantine: a dead letter (a consumer refused or could not handle a message) or an id collision. */
+export interface QuarantinedEvent {
+  eventId: string;
+  kind: 'dead_letter' | 'id_collision';
+  subject: string | null;
+  /** The consumer that refused it (dead letters). */
+  consumer: string | null;
+  /** The field the reason is about (`type`, `meta.signature`, `id`, a data field). */
+  field: string | null;
+  reason: string;
+  /** The refused message as received (up to 64 KiB for a dead letter). */
+  payload: string;
+}
+
 export interface AppendResult {
   /** Events newly stored. */
   appended: number;
-  /** Events dropped because their id was already stored (or repeated in the batch). */
+  /** Events dropped because their id was already stored (or repeated in the batch) with the same content. */
   duplicates: number;
+  /** Dead letters recorded in the quarantine table (outside the runs' chains). */
+  quarantined: number;
+  /** Events whose id was taken by different content: recorded in the quarantine, and an alarm for the caller. */
+  collisions: Array<{ id: string; reason: string }>;
 }
 
 const SCHEMA_RE = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -186,16 +204,23 @@ export class EventStore {
    * `appendMethod: 'copy'` the rows go in by COPY (see {@link copyAppend}); a unique violation there
    * retries the batch once with `unnest`, whose `ON CONFLICT (id) DO NOTHING` settles it.
    */
-  async appendBatch(events: readonly RstarEvent[]): Promise<AppendResult> {
-    if (events.length === 0) return { appended: 0, duplicates: 0 };
+  async appendBatch(all: readonly RstarEvent[]): Promise<AppendResult> {
+    if (all.length === 0) return { appended: 0, duplicates: 0, quarantined: 0, collisions: [] };
+    // Dead letters are not events of the run they name: they go to the quarantine, never into its chain.
+    const dead = all.filter((e): e is RstarEvent<'DeadLettered'> => e.type === 'DeadLettered');
+    const events = dead.length ? all.filter((e) => e.type !== 'DeadLettered') : all;
     const rows: AppendRow[] = events.map((e) => {
       const data = withoutNul(e.data, JSON.stringify(e.data));
       const meta = withoutNul(e.meta, JSON.stringify(e.meta));
       return { id: e.id, type: e.type, version: e.version, runId: e.runId, streamId: e.streamId, data: data.json, meta: meta.json, dataValue: data.value, metaValue: meta.value };
     });
+    let collisions: Collision[] = [];
+    let quarantined = 0;
     const write = async (c: PoolClient, streams: string[], method: 'copy' | 'unnest') => {
-      const planned = await planAppend(c, this.t, rows, streams);
-      return method === 'copy' ? copyAppend(c, this.t, planned) : this.unnestAppend(c, planned);
+      const plan = await planAppend(c, this.t, rows, streams);
+      collisions = plan.collisions;
+      quarantined = await this.quarantine(c, dead, collisions);
+      return method === 'copy' ? copyAppend(c, this.t, plan.rows) : this.unnestAppend(c, plan.rows);
     };
     let appended: number;
     if (this.method === 'copy') {
@@ -208,7 +233,40 @@ export class EventStore {
     } else {
       appended = await this.inTransaction(rows, (c, streams) => write(c, streams, 'unnest'));
     }
-    return { appended, duplicates: events.length - appended };
+    return {
+      appended,
+      duplicates: events.length - appended - collisions.length,
+      quarantined,
+      collisions: collisions.map((x) => ({ id: x.row.id, reason: x.reason })),
+    };
+  }
+
+  /**
+   * Record dead letters and id collisions in the quarantine table (migration 3), inside the append's
+   * transaction; a row already recorded (a redelivery) is kept once. Returns the dead letters newly recorded.
+   */
+  private async quarantine(c: PoolClient, dead: readonly RstarEvent<'DeadLettered'>[], collisions: readonly Collision[]): Promise<number> {
+    const rows = [
+      ...dead.map((d) => ({ id: d.id, kind: 'dead_letter', runId: d.runId, subject: d.data.subject, consumer: d.data.consumer, field: d.data.field, reason: d.data.reason, payload: d.data.payload })),
+      ...collisions.map((x) => ({ id: x.row.id, kind: 'id_collision', runId: x.row.runId, subject: null, consumer: null, field: 'id', reason: x.reason, payload: `{"type":${JSON.stringify(x.row.type)},"data":${x.row.data},"meta":${x.row.meta}}` })),
+    ];
+    if (!rows.length) return 0;
+    const r = await c.query(
+      `INSERT INTO "${this.schema}".quarantine (event_id, kind, run_id, subject, consumer, field, reason, payload)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+       ON CONFLICT (event_id, kind) DO NOTHING RETURNING kind`,
+      // Text columns cannot hold U+0000 (a payload may be anything a producer sent).
+      [rows.map((x) => x.id), rows.map((x) => x.kind), rows.map((x) => x.runId), rows.map((x) => x.subject), rows.map((x) => x.consumer), rows.map((x) => x.field), rows.map((x) => x.reason), rows.map((x) => x.payload)].map((col) =>
+        col.map((v) => (typeof v === 'string' ? v.replaceAll('\u0000', '\uFFFD') : v)),
+      ),
+    );
+    return r.rows.filter((x) => x.kind === 'dead_letter').length;
+  }
+
+  /** The quarantine (dead letters and id collisions) of one run, oldest first. */
+  async quarantined(runId: string): Promise<QuarantinedEvent[]> {
+    const r = await this.pool.query(`SELECT event_id, kind, subject, consumer, field, reason, payload FROM "${this.schema}".quarantine WHERE run_id = $1 ORDER BY seq`, [runId]);
+    return r.rows.map((x) => ({ eventId: x.event_id, kind: x.kind, subject: x.subject, consumer: x.consumer, field: x.field, reason: x.reason, payload: x.payload }));
   }
 
   /** Run `write` in a transaction holding the advisory lock of every stream of `rows`. */

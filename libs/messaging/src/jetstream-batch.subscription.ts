@@ -3,6 +3,7 @@ import type { RstarEvent } from '@rstar/contracts';
 import { gauge } from '@rstar/telemetry';
 import type { BatchSubscribeOptions, Subscription } from './bus.port';
 import { backoffDelay } from './backoff';
+import { admitEvent } from './admission';
 import { parsePayload } from './delivery';
 import type { JetStreamBus } from './jetstream.bus';
 
@@ -68,6 +69,12 @@ export class JetStreamBatchSubscription implements Subscription {
     const parsed = parsePayload(m.data);
     if (!('event' in parsed)) {
       this.deadLetter(m, parsed.reason, parsed.field);
+      return;
+    }
+    // Nothing is archived as genuine unless its type belongs to its subject and (secured) its producer signed it.
+    const refused = admitEvent(parsed.event, () => JSON.parse(new TextDecoder().decode(m.data)), m.subject, this.bus.prefix, this.bus.verifier);
+    if (refused) {
+      this.deadLetter(m, refused.reason, refused.field);
       return;
     }
     this.buffer.push({ m, event: parsed.event });

@@ -29,8 +29,10 @@ const archivedTotal = () => counter('rstar_archiver_events_total', 'Events appen
  * Postgres, `unnest` on PGlite), and acks each message only
  * after its batch committed. A failed append rejects the whole batch with {@link TransientError}, so
  * its messages are redelivered; `ON CONFLICT (id) DO NOTHING` drops the copies of any that did commit
- * (e.g. after a crash between commit and ack). Invalid payloads are dead-lettered by the bus and the
- * `DeadLettered` event is archived like any other.
+ * (e.g. after a crash between commit and ack). Invalid payloads, and events refused by the bus's
+ * admission check (a type on another type's subject, a bad or missing signature) are dead-lettered by the
+ * bus; their `DeadLettered` events go to the quarantine table, outside the runs' chains, and an id
+ * already archived with different content is logged as an ID COLLISION error and quarantined too.
  */
 export class Archiver {
   private sub: Subscription | null = null;
@@ -45,7 +47,7 @@ export class Archiver {
   private readonly ackWaitMs: number | undefined;
   private readonly log: Logger;
   /** Counters since start: events newly stored, duplicates dropped, batches committed. */
-  readonly stats = { archived: 0, duplicates: 0, batches: 0 };
+  readonly stats = { archived: 0, duplicates: 0, batches: 0, quarantined: 0 };
 
   constructor(
     private readonly bus: EventBus,
@@ -158,8 +160,13 @@ export class Archiver {
     }
     this.stats.archived += r.appended;
     this.stats.duplicates += r.duplicates;
+    this.stats.quarantined += r.quarantined + r.collisions.length;
+    // An id taken by different content is an alarm (someone squatted an id or rewrote an event), never a silent drop.
+    for (const c of r.collisions) this.log.error(`ID COLLISION: ${c.reason}; the new copy is kept in the quarantine table, not in the run`, { eventId: c.id });
     this.stats.batches += 1;
     archivedTotal().inc({ result: 'appended' }, r.appended);
     if (r.duplicates) archivedTotal().inc({ result: 'duplicate' }, r.duplicates);
+    if (r.quarantined) archivedTotal().inc({ result: 'dead_letter' }, r.quarantined);
+    if (r.collisions.length) archivedTotal().inc({ result: 'id_collision' }, r.collisions.length);
   }
 }

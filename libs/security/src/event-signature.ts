@@ -1,5 +1,5 @@
 import { createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
-import { RstarError, type EventSignature, type EventType, type RstarEvent } from '@rstar/contracts';
+import { EVENT_TYPES, RstarError, type EventSignature, type EventType, type RstarEvent } from '@rstar/contracts';
 import { canonicalJson } from './canonical-json';
 import { leafHash, merkleTree, rootFromPath } from './merkle';
 import { BUS_ROLES, isPrincipal } from './principals';
@@ -95,7 +95,7 @@ export type SignatureCheck = { ok: true; keyId: string } | { ok: false; code: Si
 export interface EventVerifierOptions {
   /** Trusted public keys by key id; several per id while a key is rotated. */
   trustedKeys: ReadonlyMap<string, readonly KeyObject[]>;
-  /** Event types whose consumers refuse an unsigned or wrongly signed event (default `PolicyUpdated`, `RunStarted`). */
+  /** Event types whose consumers refuse an unsigned or wrongly signed event (default: every type). */
   requiredTypes?: readonly EventType[];
   /**
    * May `keyId` sign events of `type`? Default: the key id is a principal whose role produces the type
@@ -117,7 +117,7 @@ export class EventVerifier {
   private readonly verifiedRoots = new Map<string, string>();
 
   constructor(private readonly opts: EventVerifierOptions) {
-    this.requiredTypes = new Set(opts.requiredTypes ?? ['PolicyUpdated', 'RunStarted']);
+    this.requiredTypes = new Set(opts.requiredTypes ?? EVENT_TYPES);
     this.mayProduce = opts.mayProduce ?? ((keyId, type) => isPrincipal(keyId) && (BUS_ROLES[keyId].produces as readonly string[]).includes(type));
   }
 
