@@ -5,6 +5,7 @@ import { LATEST_MIGRATION, MIGRATIONS } from './migrations';
 import { copyAppend } from './copy-append';
 import { planAppend, type AppendRow, type Collision, type PlannedRow } from './append.plan';
 import { ChainVerifier, type ChainReport, type ChainRow } from './hash-chain';
+import { ChainCheckpoints } from './chain.checkpoints';
 import { START, type LogPosition } from './position';
 import { withoutNul } from './nul.sanitizer';
 
@@ -93,6 +94,8 @@ export class EventStore {
   private readonly pool: Pool;
   private readonly ownsPool: boolean;
   private readonly t: string;
+  /** The signed checkpoints of the runs' chains (migration 4). */
+  readonly checkpoints: ChainCheckpoints;
 
   private constructor(
     pool: Pool,
@@ -104,6 +107,7 @@ export class EventStore {
     this.ownsPool = ownsPool;
     this.schema = schema;
     this.t = `"${schema}".events`;
+    this.checkpoints = new ChainCheckpoints(pool, schema);
   }
 
   /**

@@ -9,3 +9,4 @@ export * from './hash-chain';
 export * from './roles.sql';
 export * from './nul.sanitizer';
 export * from './log.follower';
+export * from './chain.checkpoints';

@@ -80,6 +80,32 @@ export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: str
       CREATE INDEX IF NOT EXISTS quarantine_run_idx ON {{schema}}.quarantine (run_id, seq);
     `,
   },
+  {
+    version: 4,
+    name: 'signed checkpoints of the runs\' chains',
+    // The archiver's statements about a run's chain (chain.checkpoints.ts): every N events and when the run
+    // ends (sealed), the head (position and hash) of each of the run's streams and the count of chained
+    // events, signed with the archiver's key. Append-only like events.
+    sql: `
+      CREATE TABLE IF NOT EXISTS {{schema}}.chain_checkpoints (
+        run_id      text NOT NULL,
+        seq         integer NOT NULL,
+        events      bigint NOT NULL,
+        streams     jsonb NOT NULL,
+        sealed      boolean NOT NULL,
+        key_id      text,
+        sig         text,
+        recorded_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (run_id, seq)
+      );
+      DROP TRIGGER IF EXISTS chain_checkpoints_append_only_rows ON {{schema}}.chain_checkpoints;
+      CREATE TRIGGER chain_checkpoints_append_only_rows BEFORE UPDATE OR DELETE ON {{schema}}.chain_checkpoints
+        FOR EACH ROW EXECUTE FUNCTION {{schema}}.events_append_only();
+      DROP TRIGGER IF EXISTS chain_checkpoints_append_only_truncate ON {{schema}}.chain_checkpoints;
+      CREATE TRIGGER chain_checkpoints_append_only_truncate BEFORE TRUNCATE ON {{schema}}.chain_checkpoints
+        FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.events_append_only();
+    `,
+  },
 ];
 
 /** The newest migration version this code knows. */

@@ -76,6 +76,7 @@ ALTER TABLE ${S}.events OWNER TO ${q(n.logins.owner)};
 ALTER TABLE ${S}.schema_migrations OWNER TO ${q(n.logins.owner)};
 ALTER FUNCTION ${S}.events_append_only() OWNER TO ${q(n.logins.owner)};
 ALTER TABLE ${S}.quarantine OWNER TO ${q(n.logins.owner)};
+ALTER TABLE ${S}.chain_checkpoints OWNER TO ${q(n.logins.owner)};
 REVOKE ALL ON SCHEMA ${S} FROM PUBLIC;
 REVOKE ALL ON ALL TABLES IN SCHEMA ${S} FROM PUBLIC;
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA ${S} FROM PUBLIC;
@@ -90,6 +91,9 @@ REVOKE ALL ON ${S}.quarantine FROM ${q(n.writer)}, ${q(n.reader)}, ${q(n.readMod
 GRANT SELECT, INSERT ON ${S}.quarantine TO ${q(n.writer)};
 GRANT USAGE ON SEQUENCE ${S}.quarantine_seq_seq TO ${q(n.writer)};
 GRANT SELECT ON ${S}.quarantine TO ${q(n.reader)}, ${q(n.readModels)};
+REVOKE ALL ON ${S}.chain_checkpoints FROM ${q(n.writer)}, ${q(n.reader)}, ${q(n.readModels)};
+GRANT SELECT, INSERT ON ${S}.chain_checkpoints TO ${q(n.writer)};
+GRANT SELECT ON ${S}.chain_checkpoints TO ${q(n.reader)}, ${q(n.readModels)};
 -- Tables a later migration adds are readable by the services, and only readable.
 ALTER DEFAULT PRIVILEGES FOR ROLE ${q(n.logins.owner)} IN SCHEMA ${S} GRANT SELECT ON TABLES TO ${q(n.writer)}, ${q(n.reader)}, ${q(n.readModels)};
 -- The projector's read models: a schema of their own, owned by the read-model group.

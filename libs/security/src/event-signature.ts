@@ -65,6 +65,14 @@ export class EventSigner {
     return createPublicKey(this.key).export({ type: 'spki', format: 'pem' }).toString();
   }
 
+  /**
+   * Sign a statement that is not an event (the archiver's chain checkpoints): Ed25519 over a domain
+   * prefix and `content`, so a statement's signature can never pass for an event's or the reverse.
+   */
+  signStatement(domain: string, content: Buffer): string {
+    return sign(null, Buffer.concat([Buffer.from(`rstar-statement:${domain}\n`), content]), this.key).toString('base64url');
+  }
+
   /** Copies of `events` with `meta.signature` set (any earlier signature replaced); the inputs are not changed. */
   sign<E extends RstarEvent>(events: readonly E[]): E[] {
     const out: E[] = new Array(events.length);
@@ -124,6 +132,13 @@ export class EventVerifier {
   /** Whether events of `type` must carry a valid signature for this consumer. */
   requires(type: string): boolean {
     return this.requiredTypes.has(type);
+  }
+
+  /** True when one of `keyId`'s trusted keys made `sig` over `content` with {@link EventSigner.signStatement}. */
+  verifyStatement(keyId: string, domain: string, content: Buffer, sig: string): boolean {
+    const keys = this.opts.trustedKeys.get(keyId) ?? [];
+    const message = Buffer.concat([Buffer.from(`rstar-statement:${domain}\n`), content]);
+    return keys.some((k) => verify(null, message, k, Buffer.from(sig, 'base64url')));
   }
 
   /** Key ids this verifier trusts. */
