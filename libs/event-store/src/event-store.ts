@@ -1,11 +1,13 @@
 import { Pool, type PoolClient, type PoolConfig } from 'pg';
 import { parseEvent, type EventType, type RstarEvent } from '@rstar/contracts';
 import { CorruptEventError, EventStoreConfigError } from './errors';
-import { LATEST_MIGRATION, MIGRATIONS } from './migrations';
+import { checkArchiveMigrated, migrateArchive } from './migrations.runner';
+import { readQuarantine, writeQuarantine, type QuarantinedEvent } from './quarantine';
+import { ArchiveChain } from './chain';
 import { copyAppend } from './copy-append';
 import { planAppend, type AppendRow, type Collision, type PlannedRow } from './append.plan';
-import { ChainVerifier, type ChainReport, type ChainRow } from './hash-chain';
-import { ChainCheckpoints } from './chain.checkpoints';
+import type { ChainReport, ChainRow } from './hash-chain';
+import type { ChainCheckpoints } from './chain.checkpoints';
 import { START, type LogPosition } from './position';
 import { withoutNul } from './nul.sanitizer';
 
@@ -55,20 +57,6 @@ export interface EventStoreOptions {
   migrate?: boolean;
 }
 
-/** A row of the quarantine: a dead letter (a consumer refused or could not handle a message) or an id collision. */
-export interface QuarantinedEvent {
-  eventId: string;
-  kind: 'dead_letter' | 'id_collision';
-  subject: string | null;
-  /** The consumer that refused it (dead letters). */
-  consumer: string | null;
-  /** The field the reason is about (`type`, `meta.signature`, `id`, a data field). */
-  field: string | null;
-  reason: string;
-  /** The refused message as received (up to 64 KiB for a dead letter). */
-  payload: string;
-}
-
 export interface AppendResult {
   /** Events newly stored. */
   appended: number;
@@ -94,8 +82,8 @@ export class EventStore {
   private readonly pool: Pool;
   private readonly ownsPool: boolean;
   private readonly t: string;
-  /** The signed checkpoints of the runs' chains (migration 4). */
-  readonly checkpoints: ChainCheckpoints;
+  /** The tamper evidence: hash chain checks and the signed checkpoints (chain.ts). */
+  readonly chain: ArchiveChain;
 
   private constructor(
     pool: Pool,
@@ -107,7 +95,12 @@ export class EventStore {
     this.ownsPool = ownsPool;
     this.schema = schema;
     this.t = `"${schema}".events`;
-    this.checkpoints = new ChainCheckpoints(pool, schema);
+    this.chain = new ArchiveChain(pool, schema);
+  }
+
+  /** The signed checkpoints of the runs' chains (migration 4). */
+  get checkpoints(): ChainCheckpoints {
+    return this.chain.checkpoints;
   }
 
   /**
@@ -155,50 +148,13 @@ export class EventStore {
    * Check that the archive is at {@link LATEST_MIGRATION} (a role that may not migrate).
    * @throws EventStoreConfigError naming the fix when it is behind or missing.
    */
-  async checkMigrated(): Promise<void> {
-    let version = 0;
-    try {
-      version = Number((await this.pool.query(`SELECT coalesce(max(version), 0) AS v FROM "${this.schema}".schema_migrations`)).rows[0].v);
-    } catch (e) {
-      if ((e as { code?: string }).code !== '42P01' && (e as { code?: string }).code !== '3F000') throw e;
-    }
-    if (version < LATEST_MIGRATION) {
-      throw new EventStoreConfigError(
-        `the archive schema "${this.schema}" is at migration ${version}, this code needs ${LATEST_MIGRATION}: run \`rstar db migrate\` with the owner role (this service's role may not change the schema)`,
-        'migrate',
-      );
-    }
+  checkMigrated(): Promise<void> {
+    return checkArchiveMigrated(this.pool, this.schema);
   }
 
-  /** Apply pending migrations under a session advisory lock (safe when several processes boot at once). */
-  async migrate(): Promise<void> {
-    const c = await this.pool.connect();
-    try {
-      await c.query('SELECT pg_advisory_lock(hashtext($1))', [`rstar-migrate:${this.schema}`]);
-      await c.query(`CREATE SCHEMA IF NOT EXISTS "${this.schema}"`);
-      await c.query(
-        `CREATE TABLE IF NOT EXISTS "${this.schema}".schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-      );
-      const done = new Set(
-        (await c.query(`SELECT version FROM "${this.schema}".schema_migrations`)).rows.map((r) => Number(r.version)),
-      );
-      for (const m of MIGRATIONS) {
-        if (done.has(m.version)) continue;
-        await c.query('BEGIN');
-        try {
-          await c.query(`SET LOCAL rstar.migrating = 'on'`);
-          await c.query(m.sql.replaceAll('{{schema}}', `"${this.schema}"`));
-          await c.query(`INSERT INTO "${this.schema}".schema_migrations (version, name) VALUES ($1, $2)`, [m.version, m.name]);
-          await c.query('COMMIT');
-        } catch (e) {
-          await c.query('ROLLBACK');
-          throw e;
-        }
-      }
-    } finally {
-      await c.query('SELECT pg_advisory_unlock(hashtext($1))', [`rstar-migrate:${this.schema}`]).catch(() => undefined);
-      c.release();
-    }
+  /** Apply pending migrations (see {@link migrateArchive}). */
+  migrate(): Promise<void> {
+    return migrateArchive(this.pool, this.schema);
   }
 
   /**
@@ -223,7 +179,7 @@ export class EventStore {
     const write = async (c: PoolClient, streams: string[], method: 'copy' | 'unnest') => {
       const plan = await planAppend(c, this.t, rows, streams);
       collisions = plan.collisions;
-      quarantined = await this.quarantine(c, dead, collisions);
+      quarantined = await writeQuarantine(c, this.schema, dead, collisions);
       return method === 'copy' ? copyAppend(c, this.t, plan.rows) : this.unnestAppend(c, plan.rows);
     };
     let appended: number;
@@ -245,32 +201,9 @@ export class EventStore {
     };
   }
 
-  /**
-   * Record dead letters and id collisions in the quarantine table (migration 3), inside the append's
-   * transaction; a row already recorded (a redelivery) is kept once. Returns the dead letters newly recorded.
-   */
-  private async quarantine(c: PoolClient, dead: readonly RstarEvent<'DeadLettered'>[], collisions: readonly Collision[]): Promise<number> {
-    const rows = [
-      ...dead.map((d) => ({ id: d.id, kind: 'dead_letter', runId: d.runId, subject: d.data.subject, consumer: d.data.consumer, field: d.data.field, reason: d.data.reason, payload: d.data.payload })),
-      ...collisions.map((x) => ({ id: x.row.id, kind: 'id_collision', runId: x.row.runId, subject: null, consumer: null, field: 'id', reason: x.reason, payload: `{"type":${JSON.stringify(x.row.type)},"data":${x.row.data},"meta":${x.row.meta}}` })),
-    ];
-    if (!rows.length) return 0;
-    const r = await c.query(
-      `INSERT INTO "${this.schema}".quarantine (event_id, kind, run_id, subject, consumer, field, reason, payload)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
-       ON CONFLICT (event_id, kind) DO NOTHING RETURNING kind`,
-      // Text columns cannot hold U+0000 (a payload may be anything a producer sent).
-      [rows.map((x) => x.id), rows.map((x) => x.kind), rows.map((x) => x.runId), rows.map((x) => x.subject), rows.map((x) => x.consumer), rows.map((x) => x.field), rows.map((x) => x.reason), rows.map((x) => x.payload)].map((col) =>
-        col.map((v) => (typeof v === 'string' ? v.replaceAll('\u0000', '\uFFFD') : v)),
-      ),
-    );
-    return r.rows.filter((x) => x.kind === 'dead_letter').length;
-  }
-
   /** The quarantine (dead letters and id collisions) of one run, oldest first. */
-  async quarantined(runId: string): Promise<QuarantinedEvent[]> {
-    const r = await this.pool.query(`SELECT event_id, kind, subject, consumer, field, reason, payload FROM "${this.schema}".quarantine WHERE run_id = $1 ORDER BY seq`, [runId]);
-    return r.rows.map((x) => ({ eventId: x.event_id, kind: x.kind, subject: x.subject, consumer: x.consumer, field: x.field, reason: x.reason, payload: x.payload }));
+  quarantined(runId: string): Promise<QuarantinedEvent[]> {
+    return readQuarantine(this.pool, this.schema, runId);
   }
 
   /** Run `write` in a transaction holding the advisory lock of every stream of `rows`. */
@@ -318,45 +251,9 @@ export class EventStore {
     return res.rowCount ?? 0;
   }
 
-  /**
-   * Check the hash chain of every stream of a run (`rstar replay verify`): each event's stored hash against
-   * its stored content and its predecessor's hash (hash-chain.ts). Reads the run once, stream by stream in
-   * stream order, through a server-side cursor in pages of `pageSize` rows, as stored (not upcast). The
-   * report names the first event that breaks the chain. `onRow` sees every row as read (e.g. to check
-   * its producer's signature).
-   */
-  async verifyChain(runId: string, opts: { pageSize?: number; onRow?: (row: ChainRow) => void } = {}): Promise<ChainReport> {
-    const verifier = new ChainVerifier();
-    const pageSize = checkLimit(opts.pageSize, 5000);
-    const c = await this.pool.connect();
-    try {
-      await c.query('BEGIN READ ONLY');
-      await c.query(
-        `DECLARE rstar_chain NO SCROLL CURSOR FOR
-         SELECT global_position, id, type, version, run_id, stream_id, stream_position, data, meta, hash FROM ${this.t}
-         WHERE run_id = $1 ORDER BY stream_id, stream_position`,
-        [runId],
-      );
-      for (;;) {
-        const r = await c.query(`FETCH ${pageSize} FROM rstar_chain`);
-        for (const row of r.rows) {
-          const chainRow: ChainRow = {
-            id: row.id, type: row.type, version: row.version, runId: row.run_id, streamId: row.stream_id, streamPosition: Number(row.stream_position),
-            globalPosition: Number(row.global_position), data: row.data, meta: row.meta, hash: row.hash,
-          };
-          verifier.add(chainRow);
-          opts.onRow?.(chainRow);
-        }
-        if (r.rows.length < pageSize) break;
-      }
-      await c.query('COMMIT');
-    } catch (e) {
-      await c.query('ROLLBACK').catch(() => undefined);
-      throw e;
-    } finally {
-      c.release();
-    }
-    return verifier.report();
+  /** The run's hash chain (see {@link ArchiveChain.verify}). */
+  verifyChain(runId: string, opts: { pageSize?: number; onRow?: (row: ChainRow) => void } = {}): Promise<ChainReport> {
+    return this.chain.verify(runId, opts);
   }
 
   /**

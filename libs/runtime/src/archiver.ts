@@ -210,7 +210,7 @@ export class Archiver {
     for (const [runId, n] of this.sinceCheckpoint) {
       if (!ended.has(runId) && n < this.checkpointEvery) continue;
       try {
-        await this.store.checkpoints.write(runId, ended.has(runId), this.signer);
+        await this.store.checkpoints.write(runId, ended.has(runId), this.signer ?? null);
       } catch (e) {
         throw new TransientError(`chain checkpoint of run ${runId} failed: ${(e as Error).message}`, e);
       }
