@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { until } from '@rstar/testing';
+import { generateSecrets } from '@rstar/security';
 import { freePort, REPO_ROOT, ServiceProcess } from '../support/service-process';
 
 // The venv's own path (a checkout may link .venv elsewhere; bubblewrap mounts only the real one).
@@ -53,6 +54,32 @@ describe('fail closed: listen address and sandbox isolation', () => {
     expect(listeningLine(open.output).address).toBe(`0.0.0.0:${port}`);
     await open.stop();
   }, 240_000);
+
+  it('tokens per caller and scope: the engine key runs no code on tool-execution; a cookie is taken on GET only, not on a form POST to /run_code', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rstar-tokens-'));
+    dirs.push(dir);
+    const g = generateSecrets({ outDir: join(dir, 'secrets'), principals: ['tool-execution'] });
+    const port = await freePort();
+    const svc = new ServiceProcess({ name: 'tool-execution', entry: 'services/tool-execution/src/main.ts', port, env: { RSTAR_NATS_URL: 'off', RSTAR_SANDBOX_WORKERS: '1', RSTAR_PYTHON: PYTHON, RSTAR_SECRETS_DIR: g.principals['tool-execution'].dir } });
+    await svc.start();
+    stops.push(() => svc.stop());
+    const url = `http://127.0.0.1:${port}`;
+    const exec = (headers: Record<string, string>) => fetch(`${url}/v1/execute`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ code: 'print(6*7)' }) });
+    expect((await exec({ authorization: `Bearer ${g.tokens['engine-client']}` })).status).toBe(401);
+    expect((await exec({ authorization: `Bearer ${g.tokens['service-optimization']}` })).status).toBe(403);
+    const ok = await exec({ authorization: `Bearer ${g.tokens['tool-client']}` });
+    expect(ok.status).toBe(200);
+    expect(((await ok.json()) as { stdout: string }).stdout).toBe('42\n');
+    // What another site's page can make a browser send: a form POST carrying the operator's cookie.
+    const form = await fetch(`${url}/run_code`, {
+      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `rstar_token=${g.tokens.operator}`, origin: 'https://evil.example' },
+      body: 'code=print(1)&language=python',
+    });
+    expect(form.status).toBe(401);
+    // The dashboard's reads still work with the cookie.
+    expect((await fetch(`${url}/v1/sandbox`, { headers: { cookie: `rstar_token=${g.tokens.dashboard}` } })).status).toBe(200);
+    await svc.stop();
+  }, 180_000);
 
   it('listens on 127.0.0.1 by default and says so', async () => {
     const port = await freePort();

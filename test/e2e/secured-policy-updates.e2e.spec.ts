@@ -48,7 +48,8 @@ describe.skipIf(!version)('secured policy-serving: unsigned or forged PolicyUpda
     nats = await startNatsServer({ config: secrets.natsAuthConfig });
     // The control plane's credentials create the stream; policy-serving may not.
     await connectAs('control-plane');
-    const apiTokens = ApiTokenSet.parse(readFileSync(join(secrets.principals['policy-serving'].dir, 'api-tokens.txt'), 'utf8'), 'api-tokens.txt');
+    // The engine accepts its own token list (the engine key): the services' tokens are not the engines'.
+    const apiTokens = ApiTokenSet.parse(readFileSync(join(secrets.engineDir, 'api-tokens.txt'), 'utf8'), 'api-tokens.txt');
     engine = await startBuiltinEngine({ port: 0, modelConfig: CFG, kvCapacityTokens: 4096, seed: 1, apiTokens });
     const model = await PolicyModel.create(CFG, 42);
     checkpoint = { dir: join(dir, 'ckpt-v1'), hash: model.save(join(dir, 'ckpt-v1')).hash };

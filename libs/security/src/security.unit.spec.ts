@@ -219,6 +219,13 @@ describe('secrets and settings from the environment', () => {
       expect(() => generateSecrets({ outDir: out })).toThrow(/not empty/);
       const s = securityFromEnv({ RSTAR_SECRETS_DIR: join(out, 'optimization'), RSTAR_REQUIRE_AUTH: 'true' }, 'optimization');
       expect(s).toMatchObject({ auth: { kind: 'nkey' }, inboxPrefix: '_INBOX_optimization', securedBus: true, requireAuth: true, engineApiKey: g.tokens['engine-client'] });
+      // The engine key is the engines' alone; each service has a token of its own.
+      expect(s.apiTokens.authorizeToken(g.tokens['engine-client'], 'read').ok).toBe(false);
+      expect(s.apiTokens.authorizeToken(g.tokens['service-optimization'], 'read').ok).toBe(true);
+      expect(s.apiTokens.authorizeToken(g.tokens['service-optimization'], 'execute').ok).toBe(false);
+      expect(readFileSync(join(g.principals.optimization.dir, 'api-token'), 'utf8').trim()).toBe(g.tokens['service-optimization']);
+      const engine = securityFromEnv({ RSTAR_SECRETS_DIR: g.engineDir }, 'engine');
+      expect(engine.apiTokens.authorizeToken(g.tokens['engine-client'], 'admin').ok).toBe(true);
       expect(s.signer!.keyId).toBe('optimization');
       expect(s.apiTokens.authorize(`Bearer ${g.tokens.dashboard}`, 'read')).toMatchObject({ ok: true, name: 'dashboard' });
       const [signed] = s.signer!.sign([policyUpdate('7')]);

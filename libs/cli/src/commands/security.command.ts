@@ -35,6 +35,7 @@ export function register(program: Command): void {
         [
           `wrote the secrets of ${Object.keys(g.principals).length} principals to ${g.outDir}:`,
           ...Object.entries(g.principals).map(([p, v]) => `  ${p}: RSTAR_SECRETS_DIR=${v.dir}`),
+          `  inference engines (rstar serve engine; SGLang --api-key is its engine-api-key): RSTAR_SECRETS_DIR=${g.engineDir}`,
           `  nats-server users and permissions: ${g.outDir}/nats-auth.conf (include it in the server configuration)`,
           `  HTTP tokens in clear: ${g.outDir}/operator-tokens.txt (hand them out, then delete the file)`,
           '',
