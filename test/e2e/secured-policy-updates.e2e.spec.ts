@@ -77,7 +77,8 @@ describe.skipIf(!version)('secured policy-serving: unsigned or forged PolicyUpda
     // The operator watches the dead letters (a consumer of its own: the services' durables are theirs alone).
     const operator = await connectAs('cli');
     const dead: RstarEvent[] = [];
-    await operator.subscribe({ durable: 'dlq', types: ['DeadLettered'], allSubjects: true, from: 'all', handler: async (e) => void dead.push(e) });
+    // Only policy-serving's: the operator's own consumer verifies every event too, and dead-letters the forgeries it sees.
+    await operator.subscribe({ durable: 'dlq', types: ['DeadLettered'], allSubjects: true, from: 'all', handler: async (e) => void (e.type === 'DeadLettered' && e.data.consumer === 'policy-serving-policy-default' && dead.push(e)) });
     const update = (key: string) => sampleEvent('PolicyUpdated', { runId: 'run-secured', key, producer: 'optimization', data: { version: 1, checkpointUri: checkpoint.dir, checkpointHash: checkpoint.hash } });
 
     // With the optimizer's NATS credentials but no signature, and with a key that is not the optimizer's.
