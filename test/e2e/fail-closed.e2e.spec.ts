@@ -6,6 +6,8 @@ import { until } from '@rstar/testing';
 import { generateSecrets } from '@rstar/security';
 import { freePort, REPO_ROOT, ServiceProcess } from '../support/service-process';
 
+const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
+
 // The venv's own path (a checkout may link .venv elsewhere; bubblewrap mounts only the real one).
 const PYTHON = join(realpathSync(join(REPO_ROOT, '.venv')), 'bin/python');
 
@@ -78,6 +80,28 @@ describe('fail closed: listen address and sandbox isolation', () => {
     expect(form.status).toBe(401);
     // The dashboard's reads still work with the cookie.
     expect((await fetch(`${url}/v1/sandbox`, { headers: { cookie: `rstar_token=${g.tokens.dashboard}` } })).status).toBe(200);
+    await svc.stop();
+  }, 180_000);
+
+  it('in secured mode a service does not use a Postgres superuser: not ready, naming the role and the fix', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rstar-pgrole-'));
+    dirs.push(dir);
+    const g = generateSecrets({ outDir: join(dir, 'secrets'), principals: ['resampling'] });
+    const port = await freePort();
+    const svc = new ServiceProcess({
+      name: 'resampling', entry: 'services/resampling/src/main.ts', port, waitFor: 'live',
+      env: { RSTAR_SECRETS_DIR: g.principals.resampling.dir, RSTAR_REQUIRE_AUTH: 'true', RSTAR_DATABASE_URL: PG_URL, RSTAR_NATS_URL: `nats://127.0.0.1:${await freePort()}` },
+    });
+    await svc.start();
+    stops.push(() => svc.stop());
+    const r = await until(async () => {
+      const x = await fetch(`http://127.0.0.1:${port}/health/ready`, { headers: { authorization: `Bearer ${g.tokens.dashboard}` } });
+      const body = (await x.json()) as any;
+      return body.error?.postgres?.lastError ? { status: x.status, body } : null;
+    }, 'resampling to report why Postgres is refused', { timeoutMs: 90_000 });
+    expect(r.status).toBe(503);
+    expect(r.body.error.postgres.lastError).toMatch(/^RSTAR_DATABASE_URL: it connects as "[^"]+", a superuser; with RSTAR_REQUIRE_AUTH a service uses its own role \(`rstar db roles`/);
+    expect(svc.running).toBe(true);
     await svc.stop();
   }, 180_000);
 

@@ -91,6 +91,20 @@ describe('archive on Postgres: least-privilege roles, append-only events, hash c
     }
   });
 
+  it('names the roles a service must not run as: a superuser and the owner; the services\' roles pass', async () => {
+    const problem = async (url: string) => {
+      const store = await EventStore.connect({ connectionString: url, schema, migrate: false });
+      try {
+        return await store.privilegeProblem();
+      } finally {
+        await store.close();
+      }
+    };
+    expect(await problem(PG_URL)).toMatch(/^it connects as "[^"]+", a superuser$/);
+    expect(await problem(urlAs(n.logins.owner))).toMatch(/^it connects as "[^"]+", the owner of "[^"]+"\.events/);
+    for (const login of ['control_plane', 'optimization', 'resampling', 'operator'] as const) expect(await problem(urlAs(n.logins[login])), login).toBeNull();
+  });
+
   it('a superuser edit that goes around the trigger is caught by verifyChain at that event', async () => {
     const store = await EventStore.connect({ connectionString: urlAs(n.logins.operator), schema, migrate: false });
     const clean = await store.verifyChain(run, { pageSize: 4 });

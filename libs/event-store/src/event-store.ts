@@ -313,6 +313,28 @@ export class EventStore {
     return r.rows.map(toStored);
   }
 
+  /**
+   * Why this connection's role is more than a service should hold, or null: a superuser, a member of the
+   * role that owns the events table (it may disable the append-only triggers and set the migration
+   * flag), or one granted UPDATE, DELETE or TRUNCATE on events. In secured mode a service refuses such a
+   * role (`StoreConnection`): only migrations run as the owner.
+   */
+  async privilegeProblem(): Promise<string | null> {
+    const r = await this.pool.query(
+      `SELECT current_user AS who, (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS super,
+              pg_has_role(current_user, c.relowner, 'MEMBER') AS owner,
+              has_table_privilege(current_user, c.oid, 'UPDATE') OR has_table_privilege(current_user, c.oid, 'DELETE') OR has_table_privilege(current_user, c.oid, 'TRUNCATE') AS rewrite
+         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = 'events'`,
+      [this.schema],
+    );
+    const x = r.rows[0];
+    if (!x) return null;
+    if (x.super) return `it connects as "${x.who}", a superuser`;
+    if (x.owner) return `it connects as "${x.who}", the owner of ${this.t} (who may disable its append-only triggers)`;
+    if (x.rewrite) return `it connects as "${x.who}", which may UPDATE, DELETE or TRUNCATE ${this.t}`;
+    return null;
+  }
+
   /** One round trip to the server (readiness probes). @throws the driver's error when Postgres does not answer. */
   async ping(): Promise<void> {
     await this.pool.query('SELECT 1');
