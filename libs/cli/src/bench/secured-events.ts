@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { EventStore } from '@rstar/event-store';
 import { JetStreamBus, securedBusOptionsFromEnv } from '@rstar/messaging';
 import { Archiver } from '@rstar/runtime';
-import { generateSecrets, natsServerVersion, startNatsServer, type GeneratedSecrets } from '@rstar/security';
+import { generateSecrets, natsServerVersion, securityFromEnv, startNatsServer, type GeneratedSecrets } from '@rstar/security';
 import { createLogger, type Logger } from '@rstar/telemetry';
 import { makeEvents } from './bench.events';
 
@@ -49,7 +49,8 @@ export type SecuredFigures =
  * the control plane. In a secured round the producers sign every event (Ed25519 over Merkle chunks) and
  * the archiver verifies every one (the default now); in a control round the bulk events go unsigned and
  * only control events would be verified (the earlier default), so `all_signed_ratio` = secured / control
- * is the cost of signing every event, and `secured_ratio` = secured / open the whole cost of security. Each round times from the moment every producer process
+ * is the cost of signing every event (and of the keyed chain: a secured round's archiver signs its chain
+ * checkpoints), and `secured_ratio` = secured / open the whole cost of security. Each round times from the moment every producer process
  * holds its events until all `n` are in the archive, then checks the count (and, secured, the
  * signatures). Returns null figures with the reason when nats-server is not on PATH.
  */
@@ -109,7 +110,9 @@ async function round(o: SecuredSideBySideOptions, r: { natsUrl: string; schema: 
     // Control-only round: the archiver checks signatures of the control events only (the earlier default).
     ...(r.secrets ? securedBusOptionsFromEnv('control-plane', { RSTAR_SECRETS_DIR: r.secrets.principals['control-plane'].dir, ...(r.controlOnly ? { RSTAR_VERIFY_EVENT_TYPES: 'PolicyUpdated,RunStarted' } : {}) }) : {}),
   });
-  const archiver = new Archiver(archBus, store, { logger: o.quiet, batchSize: o.batch });
+  // Secured rounds: the keyed chain too (checkpoints signed with the control plane's key, as its archiver does).
+  const signer = r.secrets && !r.controlOnly ? securityFromEnv({ RSTAR_SECRETS_DIR: r.secrets.principals['control-plane'].dir }, 'control-plane').signer : null;
+  const archiver = new Archiver(archBus, store, { logger: o.quiet, batchSize: o.batch, signer });
   const started: ChildProcess[] = [];
   try {
     await archiver.start();
