@@ -33,4 +33,4 @@ for _ in $(seq 1 50); do port_open "$port" && break; sleep 0.1; done
 port_open "$port" || { echo "start-secured.sh: nats-server did not start, see $RSTAR_STATE_DIR/nats-secured.log" >&2; exit 1; }
 echo "start-secured.sh: secured NATS (JetStream, nkey users, per-subject permissions) on 127.0.0.1:$port"
 echo "export RSTAR_NATS_URL=nats://127.0.0.1:$port"
-echo "export RSTAR_SECRETS_ROOT=$secrets   # each service: RSTAR_SECRETS_DIR=\$RSTAR_SECRETS_ROOT/<service>"
+echo "export RSTAR_SECRETS_ROOT=$secrets   # each service: RSTAR_SECRETS_DIR=\$RSTAR_SECRETS_ROOT/<service>, engines: \$RSTAR_SECRETS_ROOT/engine"

@@ -36,7 +36,7 @@ function declaredRoutes(): Route[] {
       const text = readFileSync(f, 'utf8');
       const ctrl = /@Controller\(\s*(?:'([^']*)')?\s*\)/.exec(text);
       if (!ctrl) continue;
-      for (const m of text.matchAll(/@(Get|Post|Sse)\(\s*(?:'([^']*)')?\s*\)/g)) {
+      for (const m of text.matchAll(/@(Get|Post|Sse)\(\s*(?:'([^']*)')?\s*\)(?!\s*@PublicRoute\(\))/g)) {
         const path = ['', ctrl[1] ?? '', m[2] ?? ''].join('/').replace(/\/+/g, '/').replace(/\/$/, '').replace(/:[A-Za-z]+/g, 'x');
         out.push({ service, method: m[1] === 'Post' ? 'POST' : 'GET', path: path || '/' });
       }
@@ -126,6 +126,22 @@ describe('HTTP authentication on every service route', () => {
       outcome.push(`${r.method} ${r.path} ${passed[0]}`);
     }
     expect(outcome).toEqual(expect.arrayContaining(['GET /v1/runs read', 'POST /v1/execute execute', 'POST /v1/execute/batch execute', 'GET /v1/sandbox read', 'GET /v1/engines read']));
+  });
+
+  it('the dashboard signs in: POST /v1/session with a read token in the header sets the cookie, which GET routes take and POST routes do not', async () => {
+    const base = `http://127.0.0.1:${services.get('control-plane')!.opts.port}`;
+    const page = await fetch(`${base}/login`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain("fetch('/v1/session'");
+    expect((await fetch(`${base}/v1/session`, { method: 'POST', headers: { cookie: `rstar_token=${tokens.read}` } })).status).toBe(401);
+    const session = await fetch(`${base}/v1/session`, { method: 'POST', headers: { authorization: `Bearer ${tokens.read}` } });
+    expect(session.status).toBe(204);
+    const cookie = session.headers.get('set-cookie')!;
+    expect(cookie).toMatch(/^rstar_token=[^;]+; Path=\/; HttpOnly; SameSite=Strict/);
+    const jar = cookie.split(';')[0];
+    expect((await fetch(`${base}/v1/runs`, { headers: { cookie: jar } })).status).toBe(200);
+    const te = `http://127.0.0.1:${services.get('tool-execution')!.opts.port}`;
+    expect((await fetch(`${te}/v1/execute`, { method: 'POST', headers: { cookie: `rstar_token=${tokens.execute}`, 'content-type': 'application/json' }, body: '{"code":"print(1)"}' })).status).toBe(401);
   });
 
   it('leaves /health/live, /health/ready and /metrics open on every service', async () => {

@@ -48,7 +48,8 @@ describe.skipIf(!version)('secured policy-serving: unsigned or forged PolicyUpda
     nats = await startNatsServer({ config: secrets.natsAuthConfig });
     // The control plane's credentials create the stream; policy-serving may not.
     await connectAs('control-plane');
-    const apiTokens = ApiTokenSet.parse(readFileSync(join(secrets.principals['policy-serving'].dir, 'api-tokens.txt'), 'utf8'), 'api-tokens.txt');
+    // The engine accepts its own token list (the engine key): the services' tokens are not the engines'.
+    const apiTokens = ApiTokenSet.parse(readFileSync(join(secrets.engineDir, 'api-tokens.txt'), 'utf8'), 'api-tokens.txt');
     engine = await startBuiltinEngine({ port: 0, modelConfig: CFG, kvCapacityTokens: 4096, seed: 1, apiTokens });
     const model = await PolicyModel.create(CFG, 42);
     checkpoint = { dir: join(dir, 'ckpt-v1'), hash: model.save(join(dir, 'ckpt-v1')).hash };
@@ -73,9 +74,11 @@ describe.skipIf(!version)('secured policy-serving: unsigned or forged PolicyUpda
   it('dead-letters the unsigned and the forged update, leaves the engines and the policy version alone, and applies the signed one', async () => {
     const before = (await engineInfo()).weight_version;
     expect((await servingReady()).info?.rollouts?.policyVersion).toBe(0);
-    const control = await connectAs('control-plane');
+    // The operator watches the dead letters (a consumer of its own: the services' durables are theirs alone).
+    const operator = await connectAs('cli');
     const dead: RstarEvent[] = [];
-    await control.subscribe({ durable: 'dlq', types: ['DeadLettered'], from: 'all', handler: async (e) => void dead.push(e) });
+    // Only policy-serving's: the operator's own consumer verifies every event too, and dead-letters the forgeries it sees.
+    await operator.subscribe({ durable: 'dlq', types: ['DeadLettered'], allSubjects: true, from: 'all', handler: async (e) => void (e.type === 'DeadLettered' && e.data.consumer === 'policy-serving-policy-default' && dead.push(e)) });
     const update = (key: string) => sampleEvent('PolicyUpdated', { runId: 'run-secured', key, producer: 'optimization', data: { version: 1, checkpointUri: checkpoint.dir, checkpointHash: checkpoint.hash } });
 
     // With the optimizer's NATS credentials but no signature, and with a key that is not the optimizer's.

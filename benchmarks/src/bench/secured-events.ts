@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { EventStore } from '@rstar/event-store';
 import { JetStreamBus, securedBusOptionsFromEnv } from '@rstar/messaging';
 import { Archiver } from '@rstar/runtime';
-import { generateSecrets, type GeneratedSecrets } from '@rstar/security';
+import { generateSecrets, securityFromEnv, type GeneratedSecrets } from '@rstar/security';
 import { natsServerVersion, startNatsServer } from '@rstar/testing';
 import { createLogger, type Logger } from '@rstar/telemetry';
 import { makeEvents } from './bench.events';
@@ -30,15 +30,28 @@ export interface SecuredSideBySideOptions {
 
 /** The figures for the JSON line: rates in events/s; `secured_ratio` = secured / open (goal >= 0.85). */
 export type SecuredFigures =
-  | { nats_server: string; open_events_per_s: number; secured_events_per_s: number; secured_ratio: number }
+  | {
+      nats_server: string;
+      open_events_per_s: number;
+      /** Authenticated, permissioned, only control events signed (the earlier secured mode): bulk events unsigned. */
+      control_signed_events_per_s: number;
+      secured_events_per_s: number;
+      secured_ratio: number;
+      /** Secured with every event signed and verified, over secured with bulk events unsigned: the cost of signing every event. */
+      all_signed_ratio: number;
+    }
   | { secured_ratio: null; secured_skipped: string };
 
 /**
- * Security overhead of the event path, measured side by side: rounds open, secured, secured, open (ABBA,
- * so load drift on a shared machine cancels) on fresh private nats-servers that differ only in security.
- * A secured round uses the users and per-subject permissions `rstar security init` generates: the
- * producers connect as tool-execution with its nkey and sign every event (Ed25519 over Merkle chunks),
- * the archiver connects as the control plane. Each round times from the moment every producer process
+ * Security overhead of the event path, measured side by side: rounds open, control, secured, secured,
+ * control, open (mirrored, so load drift on a shared machine cancels) on fresh private nats-servers that
+ * differ only in security. The secured and control rounds use the users and per-subject permissions
+ * `rstar security init` generates: the producers connect as tool-execution with its nkey, the archiver as
+ * the control plane. In a secured round the producers sign every event (Ed25519 over Merkle chunks) and
+ * the archiver verifies every one (the default now); in a control round the bulk events go unsigned and
+ * only control events would be verified (the earlier default), so `all_signed_ratio` = secured / control
+ * is the cost of signing every event (and of the keyed chain: a secured round's archiver signs its chain
+ * checkpoints), and `secured_ratio` = secured / open the whole cost of security. Each round times from the moment every producer process
  * holds its events until all `n` are in the archive, then checks the count (and, secured, the
  * signatures). Returns null figures with the reason when nats-server is not on PATH.
  */
@@ -52,28 +65,33 @@ export async function securedSideBySide(o: SecuredSideBySideOptions): Promise<Se
   const scope = { stream: o.tag.toUpperCase(), subjectPrefix: o.tag };
   const secrets = generateSecrets({ outDir: join(dir, 'secrets'), principals: ['control-plane', 'tool-execution'], scope });
   try {
-    const rates: Record<'open' | 'secured', number[]> = { open: [], secured: [] };
-    for (const [i, mode] of (['open', 'secured', 'secured', 'open'] as const).entries()) {
+    const rates: Record<'open' | 'control' | 'secured', number[]> = { open: [], control: [], secured: [] };
+    // Mirrored order (ABCCBA), so load drift on a shared machine cancels.
+    const modes = ['open', 'control', 'secured', 'secured', 'control', 'open'] as const;
+    for (const [i, mode] of modes.entries()) {
       const schema = `${o.tag}_${mode}${i}`;
       o.dropSchemas.push(schema);
-      const server = await startNatsServer(mode === 'secured' ? { config: secrets.natsAuthConfig } : {});
+      const server = await startNatsServer(mode !== 'open' ? { config: secrets.natsAuthConfig } : {});
       try {
-        const label = `${mode} (round ${i + 1} of 4)`;
-        rates[mode].push(await round(o, { natsUrl: server.url, schema, label, secrets: mode === 'secured' ? secrets : undefined }));
+        const label = `${mode} (round ${i + 1} of ${modes.length})`;
+        rates[mode].push(await round(o, { natsUrl: server.url, schema, label, secrets: mode !== 'open' ? secrets : undefined, controlOnly: mode === 'control' }));
       } finally {
         await server.stop();
       }
     }
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     const ratio = mean(rates.secured) / mean(rates.open);
+    const allSigned = mean(rates.secured) / mean(rates.control);
     o.progress(
-      `secured side by side on nats-server ${version}: open ${Math.round(mean(rates.open))} events/s, secured ${Math.round(mean(rates.secured))} events/s, ratio ${ratio.toFixed(3)}`,
+      `secured side by side on nats-server ${version}: open ${Math.round(mean(rates.open))} events/s, control events signed ${Math.round(mean(rates.control))} events/s, every event signed ${Math.round(mean(rates.secured))} events/s; secured/open ${ratio.toFixed(3)}, all signed/control signed ${allSigned.toFixed(3)}`,
     );
     return {
       nats_server: version,
       open_events_per_s: Math.round(mean(rates.open)),
+      control_signed_events_per_s: Math.round(mean(rates.control)),
       secured_events_per_s: Math.round(mean(rates.secured)),
       secured_ratio: Number(ratio.toFixed(3)),
+      all_signed_ratio: Number(allSigned.toFixed(3)),
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -81,7 +99,7 @@ export async function securedSideBySide(o: SecuredSideBySideOptions): Promise<Se
 }
 
 /** One round; returns events/s end to end. */
-async function round(o: SecuredSideBySideOptions, r: { natsUrl: string; schema: string; label: string; secrets?: GeneratedSecrets }): Promise<number> {
+async function round(o: SecuredSideBySideOptions, r: { natsUrl: string; schema: string; label: string; secrets?: GeneratedSecrets; controlOnly?: boolean }): Promise<number> {
   const runId = `bench-secured-${o.tag}`;
   const store = await EventStore.connect({ connectionString: o.pgUrl, schema: r.schema });
   const archBus = await JetStreamBus.connect({
@@ -90,9 +108,12 @@ async function round(o: SecuredSideBySideOptions, r: { natsUrl: string; schema: 
     subjectPrefix: o.tag,
     name: 'bench-archiver',
     logger: o.quiet,
-    ...(r.secrets ? securedBusOptionsFromEnv('control-plane', { RSTAR_SECRETS_DIR: r.secrets.principals['control-plane'].dir }) : {}),
+    // Control-only round: the archiver checks signatures of the control events only (the earlier default).
+    ...(r.secrets ? securedBusOptionsFromEnv('control-plane', { RSTAR_SECRETS_DIR: r.secrets.principals['control-plane'].dir, ...(r.controlOnly ? { RSTAR_VERIFY_EVENT_TYPES: 'PolicyUpdated,RunStarted' } : {}) }) : {}),
   });
-  const archiver = new Archiver(archBus, store, { logger: o.quiet, batchSize: o.batch });
+  // Secured rounds: the keyed chain too (checkpoints signed with the control plane's key, as its archiver does).
+  const signer = r.secrets && !r.controlOnly ? securityFromEnv({ RSTAR_SECRETS_DIR: r.secrets.principals['control-plane'].dir }, 'control-plane').signer : null;
+  const archiver = new Archiver(archBus, store, { logger: o.quiet, batchSize: o.batch, signer });
   const started: ChildProcess[] = [];
   try {
     await archiver.start();
@@ -108,6 +129,7 @@ async function round(o: SecuredSideBySideOptions, r: { natsUrl: string; schema: 
             from: p * share,
             to: Math.min(o.n, (p + 1) * share),
             secretsDir: r.secrets?.principals['tool-execution'].dir,
+            unsigned: r.controlOnly,
           },
           (k) => (published += k),
           started,
@@ -129,7 +151,7 @@ async function round(o: SecuredSideBySideOptions, r: { natsUrl: string; schema: 
     await publishing;
     const stored = await store.count(runId);
     if (stored !== o.n) throw new Error(`${r.label}: the archive holds ${stored} events of the run, expected ${o.n}`);
-    if (r.secrets) {
+    if (r.secrets && !r.controlOnly) {
       const sample = (await store.readRun(runId, { limit: 50 })).events;
       if (sample.some((e) => e.meta.signature?.keyId !== 'tool-execution')) throw new Error(`${r.label}: an archived event is not signed by tool-execution`);
     }
@@ -154,6 +176,8 @@ interface ProducerJob {
   to: number;
   /** Secured round: the tool-execution principal's secrets folder (nkey and signing key). */
   secretsDir?: string;
+  /** Publish unsigned (the control-only round: bulk events were not signed). */
+  unsigned?: boolean;
 }
 
 /** A producer process for events [from, to): ready once connected with its events built; publishes on `go()`. */
@@ -187,6 +211,7 @@ async function producerMain(job: ProducerJob): Promise<void> {
     name: `bench-producer-${job.from}`,
     logger: createLogger('bench-producer', { level: 'warn' }),
     ...(job.secretsDir ? securedBusOptionsFromEnv('tool-execution', { RSTAR_SECRETS_DIR: job.secretsDir }) : {}),
+    ...(job.unsigned ? { signer: null } : {}),
   });
   process.stdout.write('ready\n');
   await new Promise<void>((r) => process.stdin.once('data', () => ((told = true), r())));

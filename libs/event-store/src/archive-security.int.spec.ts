@@ -62,8 +62,8 @@ describe('archive on Postgres: least-privilege roles, append-only events, hash c
     for (const appendMethod of ['copy', 'unnest'] as const) {
       const store = await EventStore.connect({ connectionString: urlAs(n.logins.control_plane), schema, migrate: false, appendMethod });
       const events = Array.from({ length: 6 }, (_, i) => ev(run, `step-${appendMethod}`, i));
-      expect(await store.appendBatch(events)).toEqual({ appended: 6, duplicates: 0 });
-      expect(await store.appendBatch(events.slice(0, 2))).toEqual({ appended: 0, duplicates: 2 });
+      expect(await store.appendBatch(events)).toEqual({ appended: 6, duplicates: 0, quarantined: 0, collisions: [] });
+      expect(await store.appendBatch(events.slice(0, 2))).toEqual({ appended: 0, duplicates: 2, quarantined: 0, collisions: [] });
       await store.close();
     }
     const archiver = urlAs(n.logins.control_plane);
@@ -89,6 +89,20 @@ describe('archive on Postgres: least-privilege roles, append-only events, hash c
       expect(await failsWith(owner, stmt), `owner: ${stmt}`).toBe('RS001');
       expect(await failsWith(PG_URL, stmt), `superuser: ${stmt}`).toBe('RS001');
     }
+  });
+
+  it('names the roles a service must not run as: a superuser and the owner; the services\' roles pass', async () => {
+    const problem = async (url: string) => {
+      const store = await EventStore.connect({ connectionString: url, schema, migrate: false });
+      try {
+        return await store.privilegeProblem();
+      } finally {
+        await store.close();
+      }
+    };
+    expect(await problem(PG_URL)).toMatch(/^it connects as "[^"]+", a superuser$/);
+    expect(await problem(urlAs(n.logins.owner))).toMatch(/^it connects as "[^"]+", the owner of "[^"]+"\.events/);
+    for (const login of ['control_plane', 'optimization', 'resampling', 'operator'] as const) expect(await problem(urlAs(n.logins[login])), login).toBeNull();
   });
 
   it('a superuser edit that goes around the trigger is caught by verifyChain at that event', async () => {

@@ -35,8 +35,8 @@ function suite(
 
     it('appends with gap-free stream positions, drops duplicates, and upcasts on read', async () => {
       const batch = [ev('r1', 's-a', 1), ev('r1', 's-b', 1), ev('r1', 's-a', 2), ev('r1', 's-a', 2)];
-      expect(await store.appendBatch(batch)).toEqual({ appended: 3, duplicates: 1 });
-      expect(await store.appendBatch([ev('r1', 's-a', 1), ev('r1', 's-a', 3)])).toEqual({ appended: 1, duplicates: 1 });
+      expect(await store.appendBatch(batch)).toEqual({ appended: 3, duplicates: 1, quarantined: 0, collisions: [] });
+      expect(await store.appendBatch([ev('r1', 's-a', 1), ev('r1', 's-a', 3)])).toEqual({ appended: 1, duplicates: 1, quarantined: 0, collisions: [] });
       const a = await store.readStream('s-a');
       expect(a.map((e) => [e.id, e.streamPosition])).toEqual([
         [ev('r1', 's-a', 1).id, 1],
@@ -57,11 +57,11 @@ function suite(
     it('stores a U+0000 in data or meta as U+FFFD instead of refusing the batch forever, and the chain holds', async () => {
       const nul = makeEvent('RunFailed', { runId: 'r-nul', streamId: 's-nul', key: 'nul', producer: 'te\u0000st', data: { error: 'printed \u0000 here', step: 1 } });
       const plain = ev('r-nul', 's-nul', 2);
-      expect(await store.appendBatch([nul, plain])).toEqual({ appended: 2, duplicates: 0 });
+      expect(await store.appendBatch([nul, plain])).toEqual({ appended: 2, duplicates: 0, quarantined: 0, collisions: [] });
       const [got] = await store.readStream('s-nul');
       expect(got.type === 'RunFailed' && got.data.error).toBe('printed \uFFFD here');
       expect(got.meta.producer).toBe('te\uFFFDst');
-      expect(await store.appendBatch([nul])).toEqual({ appended: 0, duplicates: 1 });
+      expect(await store.appendBatch([nul])).toEqual({ appended: 0, duplicates: 1, quarantined: 0, collisions: [] });
       expect(await store.verifyChain('r-nul')).toMatchObject({ ok: true, checked: 2 });
     });
 
@@ -158,7 +158,7 @@ describe('EventStore COPY appends', () => {
     try {
       const nasty = 'tab\there\nnewline\\back\\slash \\N';
       const e = makeEvent('RunFailed', { runId: 'r\tx', streamId: 's\\q', key: 'k\n1', producer: 't', data: { error: `a\tb\nc\\d\re ${nasty}`, step: 1 } });
-      expect(await store.appendBatch([e, e])).toEqual({ appended: 1, duplicates: 1 });
+      expect(await store.appendBatch([e, e])).toEqual({ appended: 1, duplicates: 1, quarantined: 0, collisions: [] });
       const [got] = await store.readStream(e.streamId);
       expect(got.id).toBe(e.id);
       expect(got.runId).toBe(e.runId);

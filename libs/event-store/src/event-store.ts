@@ -1,10 +1,13 @@
 import { Pool, type PoolClient, type PoolConfig } from 'pg';
 import { parseEvent, type EventType, type RstarEvent } from '@rstar/contracts';
 import { CorruptEventError, EventStoreConfigError } from './errors';
-import { LATEST_MIGRATION, MIGRATIONS } from './migrations';
+import { checkArchiveMigrated, migrateArchive } from './migrations.runner';
+import { readQuarantine, writeQuarantine, type QuarantinedEvent } from './quarantine';
+import { ArchiveChain } from './chain';
 import { copyAppend } from './copy-append';
-import { planAppend, type AppendRow, type PlannedRow } from './append.plan';
-import { ChainVerifier, type ChainReport, type ChainRow } from './hash-chain';
+import { planAppend, type AppendRow, type Collision, type PlannedRow } from './append.plan';
+import type { ChainReport, ChainRow } from './hash-chain';
+import type { ChainCheckpoints } from './chain.checkpoints';
 import { START, type LogPosition } from './position';
 import { withoutNul } from './nul.sanitizer';
 
@@ -57,8 +60,12 @@ export interface EventStoreOptions {
 export interface AppendResult {
   /** Events newly stored. */
   appended: number;
-  /** Events dropped because their id was already stored (or repeated in the batch). */
+  /** Events dropped because their id was already stored (or repeated in the batch) with the same content. */
   duplicates: number;
+  /** Dead letters recorded in the quarantine table (outside the runs' chains). */
+  quarantined: number;
+  /** Events whose id was taken by different content: recorded in the quarantine, and an alarm for the caller. */
+  collisions: Array<{ id: string; reason: string }>;
 }
 
 const SCHEMA_RE = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -75,6 +82,8 @@ export class EventStore {
   private readonly pool: Pool;
   private readonly ownsPool: boolean;
   private readonly t: string;
+  /** The tamper evidence: hash chain checks and the signed checkpoints (chain.ts). */
+  readonly chain: ArchiveChain;
 
   private constructor(
     pool: Pool,
@@ -86,6 +95,12 @@ export class EventStore {
     this.ownsPool = ownsPool;
     this.schema = schema;
     this.t = `"${schema}".events`;
+    this.chain = new ArchiveChain(pool, schema);
+  }
+
+  /** The signed checkpoints of the runs' chains (migration 4). */
+  get checkpoints(): ChainCheckpoints {
+    return this.chain.checkpoints;
   }
 
   /**
@@ -133,50 +148,13 @@ export class EventStore {
    * Check that the archive is at {@link LATEST_MIGRATION} (a role that may not migrate).
    * @throws EventStoreConfigError naming the fix when it is behind or missing.
    */
-  async checkMigrated(): Promise<void> {
-    let version = 0;
-    try {
-      version = Number((await this.pool.query(`SELECT coalesce(max(version), 0) AS v FROM "${this.schema}".schema_migrations`)).rows[0].v);
-    } catch (e) {
-      if ((e as { code?: string }).code !== '42P01' && (e as { code?: string }).code !== '3F000') throw e;
-    }
-    if (version < LATEST_MIGRATION) {
-      throw new EventStoreConfigError(
-        `the archive schema "${this.schema}" is at migration ${version}, this code needs ${LATEST_MIGRATION}: run \`rstar db migrate\` with the owner role (this service's role may not change the schema)`,
-        'migrate',
-      );
-    }
+  checkMigrated(): Promise<void> {
+    return checkArchiveMigrated(this.pool, this.schema);
   }
 
-  /** Apply pending migrations under a session advisory lock (safe when several processes boot at once). */
-  async migrate(): Promise<void> {
-    const c = await this.pool.connect();
-    try {
-      await c.query('SELECT pg_advisory_lock(hashtext($1))', [`rstar-migrate:${this.schema}`]);
-      await c.query(`CREATE SCHEMA IF NOT EXISTS "${this.schema}"`);
-      await c.query(
-        `CREATE TABLE IF NOT EXISTS "${this.schema}".schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-      );
-      const done = new Set(
-        (await c.query(`SELECT version FROM "${this.schema}".schema_migrations`)).rows.map((r) => Number(r.version)),
-      );
-      for (const m of MIGRATIONS) {
-        if (done.has(m.version)) continue;
-        await c.query('BEGIN');
-        try {
-          await c.query(`SET LOCAL rstar.migrating = 'on'`);
-          await c.query(m.sql.replaceAll('{{schema}}', `"${this.schema}"`));
-          await c.query(`INSERT INTO "${this.schema}".schema_migrations (version, name) VALUES ($1, $2)`, [m.version, m.name]);
-          await c.query('COMMIT');
-        } catch (e) {
-          await c.query('ROLLBACK');
-          throw e;
-        }
-      }
-    } finally {
-      await c.query('SELECT pg_advisory_unlock(hashtext($1))', [`rstar-migrate:${this.schema}`]).catch(() => undefined);
-      c.release();
-    }
+  /** Apply pending migrations (see {@link migrateArchive}). */
+  migrate(): Promise<void> {
+    return migrateArchive(this.pool, this.schema);
   }
 
   /**
@@ -186,16 +164,23 @@ export class EventStore {
    * `appendMethod: 'copy'` the rows go in by COPY (see {@link copyAppend}); a unique violation there
    * retries the batch once with `unnest`, whose `ON CONFLICT (id) DO NOTHING` settles it.
    */
-  async appendBatch(events: readonly RstarEvent[]): Promise<AppendResult> {
-    if (events.length === 0) return { appended: 0, duplicates: 0 };
+  async appendBatch(all: readonly RstarEvent[]): Promise<AppendResult> {
+    if (all.length === 0) return { appended: 0, duplicates: 0, quarantined: 0, collisions: [] };
+    // Dead letters are not events of the run they name: they go to the quarantine, never into its chain.
+    const dead = all.filter((e): e is RstarEvent<'DeadLettered'> => e.type === 'DeadLettered');
+    const events = dead.length ? all.filter((e) => e.type !== 'DeadLettered') : all;
     const rows: AppendRow[] = events.map((e) => {
       const data = withoutNul(e.data, JSON.stringify(e.data));
       const meta = withoutNul(e.meta, JSON.stringify(e.meta));
       return { id: e.id, type: e.type, version: e.version, runId: e.runId, streamId: e.streamId, data: data.json, meta: meta.json, dataValue: data.value, metaValue: meta.value };
     });
+    let collisions: Collision[] = [];
+    let quarantined = 0;
     const write = async (c: PoolClient, streams: string[], method: 'copy' | 'unnest') => {
-      const planned = await planAppend(c, this.t, rows, streams);
-      return method === 'copy' ? copyAppend(c, this.t, planned) : this.unnestAppend(c, planned);
+      const plan = await planAppend(c, this.t, rows, streams);
+      collisions = plan.collisions;
+      quarantined = await writeQuarantine(c, this.schema, dead, collisions);
+      return method === 'copy' ? copyAppend(c, this.t, plan.rows) : this.unnestAppend(c, plan.rows);
     };
     let appended: number;
     if (this.method === 'copy') {
@@ -208,7 +193,17 @@ export class EventStore {
     } else {
       appended = await this.inTransaction(rows, (c, streams) => write(c, streams, 'unnest'));
     }
-    return { appended, duplicates: events.length - appended };
+    return {
+      appended,
+      duplicates: events.length - appended - collisions.length,
+      quarantined,
+      collisions: collisions.map((x) => ({ id: x.row.id, reason: x.reason })),
+    };
+  }
+
+  /** The quarantine (dead letters and id collisions) of one run, oldest first. */
+  quarantined(runId: string): Promise<QuarantinedEvent[]> {
+    return readQuarantine(this.pool, this.schema, runId);
   }
 
   /** Run `write` in a transaction holding the advisory lock of every stream of `rows`. */
@@ -256,45 +251,9 @@ export class EventStore {
     return res.rowCount ?? 0;
   }
 
-  /**
-   * Check the hash chain of every stream of a run (`rstar replay verify`): each event's stored hash against
-   * its stored content and its predecessor's hash (hash-chain.ts). Reads the run once, stream by stream in
-   * stream order, through a server-side cursor in pages of `pageSize` rows, as stored (not upcast). The
-   * report names the first event that breaks the chain. `onRow` sees every row as read (e.g. to check
-   * its producer's signature).
-   */
-  async verifyChain(runId: string, opts: { pageSize?: number; onRow?: (row: ChainRow) => void } = {}): Promise<ChainReport> {
-    const verifier = new ChainVerifier();
-    const pageSize = checkLimit(opts.pageSize, 5000);
-    const c = await this.pool.connect();
-    try {
-      await c.query('BEGIN READ ONLY');
-      await c.query(
-        `DECLARE rstar_chain NO SCROLL CURSOR FOR
-         SELECT global_position, id, type, version, run_id, stream_id, stream_position, data, meta, hash FROM ${this.t}
-         WHERE run_id = $1 ORDER BY stream_id, stream_position`,
-        [runId],
-      );
-      for (;;) {
-        const r = await c.query(`FETCH ${pageSize} FROM rstar_chain`);
-        for (const row of r.rows) {
-          const chainRow: ChainRow = {
-            id: row.id, type: row.type, version: row.version, runId: row.run_id, streamId: row.stream_id, streamPosition: Number(row.stream_position),
-            globalPosition: Number(row.global_position), data: row.data, meta: row.meta, hash: row.hash,
-          };
-          verifier.add(chainRow);
-          opts.onRow?.(chainRow);
-        }
-        if (r.rows.length < pageSize) break;
-      }
-      await c.query('COMMIT');
-    } catch (e) {
-      await c.query('ROLLBACK').catch(() => undefined);
-      throw e;
-    } finally {
-      c.release();
-    }
-    return verifier.report();
+  /** The run's hash chain (see {@link ArchiveChain.verify}). */
+  verifyChain(runId: string, opts: { pageSize?: number; onRow?: (row: ChainRow) => void } = {}): Promise<ChainReport> {
+    return this.chain.verify(runId, opts);
   }
 
   /**
@@ -352,6 +311,28 @@ export class EventStore {
       [streamId, opts.afterPosition ?? 0, limit],
     );
     return r.rows.map(toStored);
+  }
+
+  /**
+   * Why this connection's role is more than a service should hold, or null: a superuser, a member of the
+   * role that owns the events table (it may disable the append-only triggers and set the migration
+   * flag), or one granted UPDATE, DELETE or TRUNCATE on events. In secured mode a service refuses such a
+   * role (`StoreConnection`): only migrations run as the owner.
+   */
+  async privilegeProblem(): Promise<string | null> {
+    const r = await this.pool.query(
+      `SELECT current_user AS who, (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS super,
+              pg_has_role(current_user, c.relowner, 'MEMBER') AS owner,
+              has_table_privilege(current_user, c.oid, 'UPDATE') OR has_table_privilege(current_user, c.oid, 'DELETE') OR has_table_privilege(current_user, c.oid, 'TRUNCATE') AS rewrite
+         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = 'events'`,
+      [this.schema],
+    );
+    const x = r.rows[0];
+    if (!x) return null;
+    if (x.super) return `it connects as "${x.who}", a superuser`;
+    if (x.owner) return `it connects as "${x.who}", the owner of ${this.t} (who may disable its append-only triggers)`;
+    if (x.rewrite) return `it connects as "${x.who}", which may UPDATE, DELETE or TRUNCATE ${this.t}`;
+    return null;
   }
 
   /** One round trip to the server (readiness probes). @throws the driver's error when Postgres does not answer. */

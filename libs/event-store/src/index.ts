@@ -9,3 +9,7 @@ export * from './hash-chain';
 export * from './roles.sql';
 export * from './nul.sanitizer';
 export * from './log.follower';
+export * from './chain.checkpoints';
+export * from './migrations.runner';
+export * from './quarantine';
+export * from './chain';

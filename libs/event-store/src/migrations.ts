@@ -55,6 +55,57 @@ export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: str
         FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.events_append_only();
     `,
   },
+  {
+    version: 3,
+    name: 'quarantine outside the runs\' chains',
+    // What the archive refuses to store as genuine (issue 27): dead letters (a consumer refused or could not
+    // handle a message: a type on another type's subject, a bad or missing signature, an invalid payload)
+    // and id collisions (an event whose id is stored with different content). Kept with the reason, apart
+    // from events, so a run's chain holds only what its producers published, and a dead letter cannot
+    // make an honest run's chain look broken.
+    sql: `
+      CREATE TABLE IF NOT EXISTS {{schema}}.quarantine (
+        seq          bigserial PRIMARY KEY,
+        event_id     text NOT NULL,
+        kind         text NOT NULL CHECK (kind IN ('dead_letter', 'id_collision')),
+        run_id       text NOT NULL,
+        subject      text,
+        consumer     text,
+        field        text,
+        reason       text NOT NULL,
+        payload      text NOT NULL,
+        recorded_at  timestamptz NOT NULL DEFAULT now(),
+        UNIQUE (event_id, kind)
+      );
+      CREATE INDEX IF NOT EXISTS quarantine_run_idx ON {{schema}}.quarantine (run_id, seq);
+    `,
+  },
+  {
+    version: 4,
+    name: 'signed checkpoints of the runs\' chains',
+    // The archiver's statements about a run's chain (chain.checkpoints.ts): every N events and when the run
+    // ends (sealed), the head (position and hash) of each of the run's streams and the count of chained
+    // events, signed with the archiver's key. Append-only like events.
+    sql: `
+      CREATE TABLE IF NOT EXISTS {{schema}}.chain_checkpoints (
+        run_id      text NOT NULL,
+        seq         integer NOT NULL,
+        events      bigint NOT NULL,
+        streams     jsonb NOT NULL,
+        sealed      boolean NOT NULL,
+        key_id      text,
+        sig         text,
+        recorded_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (run_id, seq)
+      );
+      DROP TRIGGER IF EXISTS chain_checkpoints_append_only_rows ON {{schema}}.chain_checkpoints;
+      CREATE TRIGGER chain_checkpoints_append_only_rows BEFORE UPDATE OR DELETE ON {{schema}}.chain_checkpoints
+        FOR EACH ROW EXECUTE FUNCTION {{schema}}.events_append_only();
+      DROP TRIGGER IF EXISTS chain_checkpoints_append_only_truncate ON {{schema}}.chain_checkpoints;
+      CREATE TRIGGER chain_checkpoints_append_only_truncate BEFORE TRUNCATE ON {{schema}}.chain_checkpoints
+        FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.events_append_only();
+    `,
+  },
 ];
 
 /** The newest migration version this code knows. */

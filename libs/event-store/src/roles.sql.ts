@@ -75,6 +75,8 @@ ALTER SCHEMA ${S} OWNER TO ${q(n.logins.owner)};
 ALTER TABLE ${S}.events OWNER TO ${q(n.logins.owner)};
 ALTER TABLE ${S}.schema_migrations OWNER TO ${q(n.logins.owner)};
 ALTER FUNCTION ${S}.events_append_only() OWNER TO ${q(n.logins.owner)};
+ALTER TABLE ${S}.quarantine OWNER TO ${q(n.logins.owner)};
+ALTER TABLE ${S}.chain_checkpoints OWNER TO ${q(n.logins.owner)};
 REVOKE ALL ON SCHEMA ${S} FROM PUBLIC;
 REVOKE ALL ON ALL TABLES IN SCHEMA ${S} FROM PUBLIC;
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA ${S} FROM PUBLIC;
@@ -84,6 +86,14 @@ GRANT SELECT, INSERT ON ${S}.events TO ${q(n.writer)};
 GRANT USAGE ON SEQUENCE ${S}.events_global_position_seq TO ${q(n.writer)};
 GRANT SELECT ON ${S}.events TO ${q(n.reader)}, ${q(n.readModels)};
 GRANT SELECT ON ${S}.schema_migrations TO ${q(n.writer)}, ${q(n.reader)}, ${q(n.readModels)};
+-- Refused events and dead letters: the archiver records them, everyone may read them, nobody changes them.
+REVOKE ALL ON ${S}.quarantine FROM ${q(n.writer)}, ${q(n.reader)}, ${q(n.readModels)};
+GRANT SELECT, INSERT ON ${S}.quarantine TO ${q(n.writer)};
+GRANT USAGE ON SEQUENCE ${S}.quarantine_seq_seq TO ${q(n.writer)};
+GRANT SELECT ON ${S}.quarantine TO ${q(n.reader)}, ${q(n.readModels)};
+REVOKE ALL ON ${S}.chain_checkpoints FROM ${q(n.writer)}, ${q(n.reader)}, ${q(n.readModels)};
+GRANT SELECT, INSERT ON ${S}.chain_checkpoints TO ${q(n.writer)};
+GRANT SELECT ON ${S}.chain_checkpoints TO ${q(n.reader)}, ${q(n.readModels)};
 -- Tables a later migration adds are readable by the services, and only readable.
 ALTER DEFAULT PRIVILEGES FOR ROLE ${q(n.logins.owner)} IN SCHEMA ${S} GRANT SELECT ON TABLES TO ${q(n.writer)}, ${q(n.reader)}, ${q(n.readModels)};
 -- The projector's read models: a schema of their own, owned by the read-model group.

@@ -9,6 +9,7 @@ import {
 import type { EventVerifier } from '@rstar/security';
 import { failSpan, inSpan, SpanKind, type Logger } from '@rstar/telemetry';
 import { PermanentError, type DeliveryContext, type EventHandler } from './bus.port';
+import { admitEvent } from './admission';
 import { eventAttributes } from './trace.propagation';
 
 /** What the transport does with a message after its handler ran (docs/design/style.md rule 3: mapped once, here). */
@@ -21,9 +22,10 @@ export type DeliveryOutcome =
  * Parse a payload and run the handler, mapping the result to ack / retry / dead-letter:
  * invalid or unknown payloads and {@link PermanentError}/{@link ContractError} thrown by the handler
  * dead-letter; any other error (including `TransientError`) retries; an event of a type the
- * subscription did not ask for is acked without calling the handler. With a `verifier`, an event of a
- * type it requires signed (`PolicyUpdated`, `RunStarted`) that is unsigned or wrongly signed is
- * dead-lettered (field `meta.signature`, the reason naming the event) and never reaches the handler.
+ * subscription did not ask for is acked without calling the handler. An event refused by
+ * {@link admitEvent} — its type not the one of the subject it came on (checked when `prefix` is given),
+ * or, with a `verifier`, unsigned, wrongly signed or signed by a principal that does not produce its
+ * type — is dead-lettered (the reason naming the event) and never reaches the handler.
  *
  * The handler runs inside a consumer span `process <type>`, a child of the span the event's
  * `meta.traceparent` names (a new trace when it names none), so every event the handler publishes and
@@ -36,16 +38,16 @@ export async function deliver(
   ctx: DeliveryContext,
   consumer = '',
   verifier?: EventVerifier | null,
+  prefix: string | null = null,
 ): Promise<DeliveryOutcome> {
   const parsed = parsePayload(payload);
   if (!('event' in parsed)) return parsed;
   const event = parsed.event;
+  // Checked before the type filter: a forged type on a subscribed subject is refused, not skipped unseen.
+  // The signature is checked on the payload as sent: the schema parse may default or drop fields the producer signed.
+  const refused = admitEvent(event, () => JSON.parse(typeof payload === 'string' ? payload : new TextDecoder().decode(payload)), ctx.subject, prefix, verifier);
+  if (refused) return { kind: 'dead', ...refused };
   if (!types.has(event.type)) return { kind: 'ack' };
-  if (verifier?.requires(event.type)) {
-    // Checked on the payload as sent: the schema parse may default or drop fields the producer signed.
-    const check = verifier.verify(JSON.parse(typeof payload === 'string' ? payload : new TextDecoder().decode(payload)));
-    if (!check.ok) return { kind: 'dead', reason: `${check.code}: ${check.reason}`, field: 'meta.signature' };
-  }
   const attributes = eventAttributes(event, {
     'messaging.operation.type': 'process',
     'messaging.destination.name': ctx.subject,

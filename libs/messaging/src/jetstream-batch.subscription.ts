@@ -1,7 +1,9 @@
 import type { Consumer, ConsumerMessages, JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import type { RstarEvent } from '@rstar/contracts';
+import type { EventVerifier } from '@rstar/security';
 import type { BatchSubscribeOptions, Subscription } from './bus.port';
 import { backoffDelay } from './backoff';
+import { admitEvent } from './admission';
 import { parsePayload } from './delivery';
 import type { Logger } from '@rstar/telemetry';
 import { consumerLagGauge } from './consumer-lag.gauge';
@@ -15,6 +17,10 @@ export interface JetStreamConsumerHost {
   readonly log: Logger;
   readonly stream: string;
   readonly jsm: Pick<JetStreamManager, 'consumers'>;
+  /** The subject prefix, to check that an event's type belongs to the subject it arrived on. */
+  readonly prefix: string;
+  /** The verifier of producers' signatures (secured mode), or null. */
+  readonly verifier: EventVerifier | null;
   /** Publish the dead letter of `m` (the caller then terms it). */
   deadLetter(consumer: string, m: JsMsg, reason: string, field: string | null): Promise<void>;
 }
@@ -79,6 +85,12 @@ export class JetStreamBatchSubscription implements Subscription {
     const parsed = parsePayload(m.data);
     if (!('event' in parsed)) {
       this.deadLetter(m, parsed.reason, parsed.field);
+      return;
+    }
+    // Nothing is archived as genuine unless its type belongs to its subject and (secured) its producer signed it.
+    const refused = admitEvent(parsed.event, () => JSON.parse(new TextDecoder().decode(m.data)), m.subject, this.bus.prefix, this.bus.verifier);
+    if (refused) {
+      this.deadLetter(m, refused.reason, refused.field);
       return;
     }
     this.buffer.push({ m, event: parsed.event });

@@ -108,7 +108,7 @@ export class JetStreamPublisher {
       for (const [token, p] of this.pending) {
         if (p.subject !== err.subject) continue;
         this.pending.delete(token);
-        const denied = new PublishDeniedError(p.subject, p.msgId ?? '');
+        const denied = new PublishDeniedError(p.subject, eventIdOf(p.msgId));
         this.opts.log.error(denied.message, { subject: p.subject, msgId: p.msgId, code: denied.code });
         p.reject(denied);
       }
@@ -189,7 +189,7 @@ export class JetStreamPublisher {
     if (this.closed) return p.reject(new BusClosedError());
     const msg = err instanceof Error ? err.message : String(err);
     if (Date.now() > p.deadline) {
-      return p.reject(new PublishTimeoutError(`publish of ${p.msgId ?? p.subject} not acked before the deadline: ${msg}`, p.msgId ?? ''));
+      return p.reject(new PublishTimeoutError(`publish of ${p.msgId ? eventIdOf(p.msgId) : p.subject} not acked before the deadline: ${msg}`, eventIdOf(p.msgId)));
     }
     if (p.attempt === 1 || p.attempt % 20 === 0) {
       this.opts.log.warn('publish failed; retrying', { subject: p.subject, msgId: p.msgId, attempt: p.attempt, err: msg });
@@ -198,4 +198,9 @@ export class JetStreamPublisher {
     p.attempt++;
     setTimeout(() => this.send(p), wait);
   }
+}
+
+/** The event id in a `Nats-Msg-Id` (`<subject>|<event id>`, see `dedupeId`; a raw publish's id as is). */
+function eventIdOf(msgId: string | null): string {
+  return msgId ? msgId.slice(msgId.indexOf('|') + 1) : '';
 }

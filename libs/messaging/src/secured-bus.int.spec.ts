@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUser } from '@nats-io/nkeys';
 import { EVENT_TYPES, type RstarEvent } from '@rstar/contracts';
 import {
-  BUS_ROLES, EventSigner, generateSecrets, PRINCIPALS, renderNatsAuthConfig,
+  BUS_ROLES, EventSigner, expandDurable, generateSecrets, PRINCIPALS, renderNatsAuthConfig,
   type GeneratedSecrets, type Principal,
 } from '@rstar/security';
 import { createLogger } from '@rstar/telemetry';
@@ -17,6 +17,9 @@ import { PublishDeniedError } from './jetstream.publisher';
 import { securedBusOptionsFromEnv } from './service.env';
 
 const version = natsServerVersion();
+
+/** The durable of a principal's subscription `i` its NATS permissions grant (the CLI names its own). */
+const ownDurable = (p: Principal, i: number) => (BUS_ROLES[p].ownsUnlistedDurables ? `${p}-${i}` : expandDurable(p, BUS_ROLES[p].durables[i])[0]);
 const lines: string[] = [];
 const log = createLogger('secured-bus-test', { write: (l) => lines.push(l) });
 
@@ -40,7 +43,8 @@ describe.skipIf(!version)(`secured NATS: per-principal permissions and signed co
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'rstar-secbus-'));
-    secrets = generateSecrets({ outDir: join(dir, 'secrets') });
+    // A second policy-serving replica (`b`) for the last test, its durables granted like the first's.
+    secrets = generateSecrets({ outDir: join(dir, 'secrets'), scope: { instances: { 'policy-serving': ['default', 'b'] } } });
     server = await startNatsServer({ config: secrets.natsAuthConfig });
   });
   afterAll(async () => {
@@ -75,11 +79,11 @@ describe.skipIf(!version)(`secured NATS: per-principal permissions and signed co
       connected.set(p, bus);
       if (p === 'control-plane') continue;
       for (const [i, types] of BUS_ROLES[p].subscriptions.entries()) {
-        const durable = `${p}-${i}`;
+        const durable = ownDurable(p, i);
         received.set(durable, new Set());
         await bus.subscribe({ durable, types, from: 'all', handler: async (e) => void received.get(durable)!.add(e.type) });
       }
-      expect(await bus.missingConsumers(['archiver', `${p}-0`])).toEqual([]);
+      expect(await bus.missingConsumers([ownDurable(p, 0)])).toEqual([]);
     }
     const published: RstarEvent[] = [];
     for (const p of PRINCIPALS) {
@@ -92,7 +96,7 @@ describe.skipIf(!version)(`secured NATS: per-principal permissions and signed co
     for (const p of PRINCIPALS) {
       if (p === 'control-plane') continue;
       for (const [i, types] of BUS_ROLES[p].subscriptions.entries()) {
-        await until(() => types.every((t) => received.get(`${p}-${i}`)!.has(t)), `${p}'s subscription ${i} to receive ${types.join(', ')}`);
+        await until(() => types.every((t) => received.get(ownDurable(p, i))!.has(t)), `${p}'s subscription ${i} to receive ${types.join(', ')}`);
       }
     }
   });
@@ -108,23 +112,24 @@ describe.skipIf(!version)(`secured NATS: per-principal permissions and signed co
     const violation = new RegExp(`Publish Violation - (User|Nkey) "${graderKey}", Subject "rstar\\.policy\\.updated"`);
     await until(() => violation.test(server.log()), 'the server to log the refused publish with the user and subject');
     await expect(grader.subscribe({ durable: 'grader-spy', types: ['PolicyUpdated'], handler: async () => undefined })).rejects.toThrow();
-    await until(() => /Publish Violation.*\$JS\.API\.CONSUMER\.CREATE\.RSTAR\.grader-spy\.rstar\.policy\.updated/.test(server.log()), 'the server to log the refused consumer');
+    // Its bus first asks for the consumer's info: a durable it does not own, so already that is refused.
+    await until(() => /Publish Violation.*\$JS\.API\.CONSUMER\.INFO\.RSTAR\.grader-spy/.test(server.log()), 'the server to log the refused consumer');
     // The stream never got it: the optimization's own copy of the id is still accepted as new.
-    const control = await connectAs('control-plane');
+    const operator = await connectAs('cli');
     const seen: string[] = [];
-    await control.subscribe({ durable: 'forged-check', types: ['PolicyUpdated'], from: 'all', handler: async (e) => void seen.push(e.id) });
-    await until(async () => (await control.jsm.consumers.info(control.stream, 'forged-check')).num_pending === 0, 'the check consumer to catch up');
+    await operator.subscribe({ durable: 'forged-check', types: ['PolicyUpdated'], allSubjects: true, from: 'all', handler: async (e) => void seen.push(e.id) });
+    await until(async () => (await operator.jsm.consumers.info(operator.stream, 'forged-check')).num_pending === 0, 'the check consumer to catch up');
     expect(seen).not.toContain(forged.id);
   });
 
   it('a verifying consumer dead-letters an unsigned or wrongly signed PolicyUpdated and handles the signed one', async () => {
     const serving = await connectAs('policy-serving');
     const handled: string[] = [];
-    await serving.subscribe({ durable: 'serving-policy', types: ['PolicyUpdated'], handler: async (e) => void handled.push(e.id) });
+    await serving.subscribe({ durable: 'policy-serving-policy-b', types: ['PolicyUpdated'], handler: async (e) => void handled.push(e.id) });
     const dlq: RstarEvent[] = [];
-    const control = await connectAs('control-plane');
+    const operator = await connectAs('cli');
     // Only this consumer's dead letters (the previous test's policy-serving subscription verifies too).
-    await control.subscribe({ durable: 'dlq-watch', types: ['DeadLettered'], handler: async (e) => void (e.type === 'DeadLettered' && e.data.consumer === 'serving-policy' && dlq.push(e)) });
+    await operator.subscribe({ durable: 'dlq-watch', types: ['DeadLettered'], allSubjects: true, handler: async (e) => void (e.type === 'DeadLettered' && e.data.consumer === 'policy-serving-policy-b' && dlq.push(e)) });
     const unsignedBus = await connectAs('optimization', { signer: null });
     const impostor = await connectAs('optimization', { signer: new EventSigner({ keyId: 'optimization', privateKey: generateKeyPairSync('ed25519').privateKey }) });
     const honest = await connectAs('optimization');

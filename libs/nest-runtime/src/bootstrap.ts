@@ -4,6 +4,9 @@ import { NestFactory } from '@nestjs/core';
 import { RstarError } from '@rstar/contracts';
 import { createLogger, startTracing } from '@rstar/telemetry';
 import { DEFAULT_BODY_LIMIT_BYTES, useBodyLimits } from './body-limit';
+import { checkExposure, hostPort } from './listen-address';
+import { SECURITY_SETTINGS } from './auth/security.settings.provider';
+import type { SecuritySettings } from '@rstar/security';
 import { ServiceConfigError } from './service-config';
 
 /** The port a service was told to use is taken; the message says by whom and the fix. */
@@ -27,18 +30,21 @@ async function holderOf(port: number): Promise<string | null> {
 /** A started service. */
 export interface StartedService {
   app: INestApplication;
-  /** `http://127.0.0.1:<port>` (the port actually bound when PORT=0). */
+  /** `http://127.0.0.1:<port>` (the port actually bound when PORT=0; loopback when bound to every interface). */
   url: string;
+  /** The address and port really listened on, e.g. `0.0.0.0:3002` or `127.0.0.1:41234`. */
+  address: string;
 }
 
 /**
  * Create the service's Nest application from its root module, enable shutdown hooks (SIGTERM/SIGINT
  * run every `beforeApplicationShutdown`/`onApplicationShutdown` hook: workers drain, then the bus and
- * archive close), and listen on the validated `PORT`/`HOST`. Logs are Nest's ConsoleLogger in JSON.
+ * archive close), and listen on the validated `PORT`/`HOST` (refused by {@link checkExposure} when `HOST`
+ * is reachable from the network and no API token is set). Logs are Nest's ConsoleLogger in JSON.
  * Request bodies (JSON, urlencoded) are read up to the service's `RSTAR_HTTP_BODY_LIMIT_BYTES` setting
  * when its schema has one, else {@link DEFAULT_BODY_LIMIT_BYTES}; a larger or malformed body is answered
  * with the `invalid_request` JSON ({@link useBodyLimits}).
- * @throws ServiceConfigError for a bad setting; PortInUseError when the port is taken (naming the rstar
+ * @throws ServiceConfigError for a bad setting or an open API beyond loopback; PortInUseError when the port is taken (naming the rstar
  * service that holds it, when it is one).
  */
 export async function startService(module: Type | DynamicModule, service: string): Promise<StartedService> {
@@ -58,7 +64,14 @@ export async function startService(module: Type | DynamicModule, service: string
   const bodyLimit = cfg.get<number | undefined>('RSTAR_HTTP_BODY_LIMIT_BYTES');
   useBodyLimits(app, typeof bodyLimit === 'number' ? bodyLimit : DEFAULT_BODY_LIMIT_BYTES);
   const port = Number(cfg.get('PORT'));
-  const host = String(cfg.get('HOST') ?? '0.0.0.0');
+  const host = String(cfg.get('HOST') ?? '127.0.0.1');
+  try {
+    const security = app.get<SecuritySettings>(SECURITY_SETTINGS, { strict: false });
+    checkExposure({ service, host, apiTokens: security.apiTokens.size, allowInsecure: cfg.get('RSTAR_ALLOW_INSECURE') === 'true' }, createLogger(service));
+  } catch (e) {
+    await app.close().catch(() => undefined);
+    throw e;
+  }
   try {
     await app.listen(port, host);
   } catch (e) {
@@ -74,15 +87,16 @@ export async function startService(module: Type | DynamicModule, service: string
   // closes them: a server closing first races a request sent at that moment (the client gets ECONNRESET).
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
-  const bound = (server.address() as { port: number }).port;
-  return { app, url: `http://127.0.0.1:${bound}` };
+  const bound = server.address() as import('node:net').AddressInfo;
+  const local = bound.address === '0.0.0.0' || bound.address === '::' ? '127.0.0.1' : bound.address;
+  return { app, url: `http://${hostPort(local, bound.port)}`, address: hostPort(bound.address, bound.port) };
 }
 
 /**
  * A service's `main`: OpenTelemetry ({@link startTracing}: configured by the `OTEL_*` variables; a no-op
  * when the service's `tracing.ts` already started it, as it should, before http, express and pg load),
  * then builds the root module (`module()`, which validates the settings), {@link startService}, then one
- * JSON line `{"event":"listening",...}` on stdout (and
+ * JSON line `{"event":"listening","address":"<host:port really bound>","url":...}` on stdout (and
  * `{"event":"stopped",...}` when it exits).
  * A bad setting or a taken port ends the process with code 2 and one error line naming the variable and
  * the fix; dependencies that are not up yet never end it (they are retried, see `Dependency`).
@@ -91,8 +105,8 @@ export async function runService(module: () => Type | DynamicModule, service: st
   startTracing(service);
   const log = createLogger(service);
   try {
-    const { url } = await startService(module(), service);
-    process.stdout.write(JSON.stringify({ event: 'listening', service, url, pid: process.pid }) + '\n');
+    const { url, address } = await startService(module(), service);
+    process.stdout.write(JSON.stringify({ event: 'listening', service, address, url, pid: process.pid }) + '\n');
     process.once('exit', (code) => process.stdout.write(JSON.stringify({ event: 'stopped', service, code }) + '\n'));
   } catch (e) {
     const known = e instanceof ServiceConfigError || e instanceof PortInUseError;

@@ -2,6 +2,8 @@ import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { ReadinessRegistry } from './readiness.registry';
 import { SERVICE_NAME } from './service-identity';
+import type { SecuritySettings } from '@rstar/security';
+import { SECURITY_SETTINGS } from './auth/security.settings.provider';
 import { StoreConnection } from './store.connection';
 
 /**
@@ -17,12 +19,13 @@ export class EventStoreModule {
       providers: [
         {
           provide: StoreConnection,
-          inject: [ConfigService, ReadinessRegistry, SERVICE_NAME],
-          useFactory: (cfg: ConfigService, registry: ReadinessRegistry, service: string) =>
+          inject: [ConfigService, ReadinessRegistry, SERVICE_NAME, SECURITY_SETTINGS],
+          useFactory: (cfg: ConfigService, registry: ReadinessRegistry, service: string, security: SecuritySettings) =>
             new StoreConnection(
               { connectionString: cfg.get('RSTAR_DATABASE_URL'), schema: cfg.get('RSTAR_DB_SCHEMA'), migrate: cfg.get('RSTAR_DB_MIGRATE') !== 'false' },
               registry,
               service,
+              security.requireAuth,
             ),
         },
       ],

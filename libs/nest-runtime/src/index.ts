@@ -14,6 +14,7 @@ export * from './metrics.module';
 export * from './background.worker';
 export * from './bootstrap';
 export * from './body-limit';
+export * from './listen-address';
 export * from './auth/security.env';
 export * from './auth/security.settings.provider';
 export * from './auth/require-scope.decorator';

@@ -25,7 +25,8 @@ export const optionalVar = (fix: string) =>
 export const intVar = (dflt: number, min: number, fix: string) => z.coerce.number().int().min(min).default(dflt).describe(fix);
 
 /**
- * The settings every service reads: `PORT`, `HOST` (default 0.0.0.0, as a container needs), and the bus:
+ * The settings every service reads: `PORT`, `HOST` (default 127.0.0.1: a container or a cluster sets 0.0.0.0,
+ * and a non-loopback `HOST` needs API tokens or `RSTAR_ALLOW_INSECURE=true`, see `checkExposure`), and the bus:
  * `RSTAR_NATS_URL` (comma-separated servers), `RSTAR_STREAM` / `RSTAR_SUBJECT_PREFIX` (isolation of several
  * deployments on one NATS), `RSTAR_STREAM_REPLICAS` (the stream's copies on a NATS cluster), `RSTAR_STREAM_MAX_BYTES` (its size
  * bound); and the optional security settings (`securityEnv`: credentials, keys, tokens).
@@ -34,7 +35,11 @@ export const baseServiceEnv = (defaultPort: number) =>
   z
     .object({
       PORT: portVar(defaultPort),
-      HOST: z.string().min(1).default('0.0.0.0').describe('the interface to listen on, e.g. 0.0.0.0 or 127.0.0.1'),
+      HOST: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(1).default('127.0.0.1')).describe('the interface to listen on, e.g. 127.0.0.1 (this machine only) or 0.0.0.0 (every interface; needs API tokens)'),
+      RSTAR_ALLOW_INSECURE: z
+        .enum(['true', 'false'])
+        .default('false')
+        .describe('true only to serve an unauthenticated API beyond loopback on purpose (logged as an error); false'),
       RSTAR_NATS_URL: z.string().min(1).default('nats://127.0.0.1:4222').describe('the NATS server URL(s), comma-separated, e.g. nats://127.0.0.1:4222'),
       RSTAR_STREAM: optionalVar('the JetStream stream name (default RSTAR)'),
       RSTAR_SUBJECT_PREFIX: optionalVar('the subject prefix (default rstar)'),

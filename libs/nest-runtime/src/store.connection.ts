@@ -10,8 +10,13 @@ import type { ReadinessRegistry } from './readiness.registry';
  * not-ready until the pool reconnects.
  */
 export class StoreConnection extends Dependency<EventStore> implements OnModuleInit, OnApplicationShutdown {
-  constructor(opts: EventStoreOptions, registry: ReadinessRegistry, service: string) {
-    super('postgres', () => EventStore.connect(opts), (s) => s.close(), createLogger(service));
+  /**
+   * @param leastPrivilege secured mode (`RSTAR_REQUIRE_AUTH`): a connection whose role could rewrite the
+   * archive ({@link EventStore.privilegeProblem}: a superuser, the owner) is refused; the service stays
+   * not ready, naming the role and the fix, and checks again on each retry.
+   */
+  constructor(opts: EventStoreOptions, registry: ReadinessRegistry, service: string, leastPrivilege = false) {
+    super('postgres', () => connectStore(opts, leastPrivilege), (s) => s.close(), createLogger(service));
     registry.register({
       name: 'postgres',
       probe: async () => {
@@ -30,4 +35,20 @@ export class StoreConnection extends Dependency<EventStore> implements OnModuleI
   async onApplicationShutdown(): Promise<void> {
     await this.close();
   }
+}
+
+/** Connect, and in secured mode refuse a role that could rewrite the archive. */
+async function connectStore(opts: EventStoreOptions, leastPrivilege: boolean): Promise<EventStore> {
+  const store = await EventStore.connect(opts);
+  const problem = leastPrivilege ? await store.privilegeProblem().catch(async (e) => {
+    await store.close();
+    throw e;
+  }) : null;
+  if (problem) {
+    await store.close();
+    throw new Error(
+      `RSTAR_DATABASE_URL: ${problem}; with RSTAR_REQUIRE_AUTH a service uses its own role (\`rstar db roles\` writes the URLs) and RSTAR_DB_MIGRATE=false, and only \`rstar db migrate\` runs as the owner`,
+    );
+  }
+  return store;
 }

@@ -13,6 +13,13 @@ export interface ArchiverOptions {
   /** Ack deadline before the bus redelivers (e.g. after this process died), in ms (default 30 s). */
   ackWaitMs?: number;
   logger?: Logger;
+  /**
+   * The key the archiver signs its chain checkpoints with (the control plane's, in secured mode); null =
+   * unsigned checkpoints (they still catch a cut tail, but not a forger who may insert rows).
+   */
+  signer?: Parameters<EventStore['checkpoints']['write']>[2];
+  /** A checkpoint of a run's chain after this many of its events (default 1000), and a sealed one when it ends. */
+  checkpointEvery?: number;
 }
 
 interface Waiting {
@@ -29,8 +36,10 @@ const archivedTotal = () => counter('rstar_archiver_events_total', 'Events appen
  * Postgres, `unnest` on PGlite), and acks each message only
  * after its batch committed. A failed append rejects the whole batch with {@link TransientError}, so
  * its messages are redelivered; `ON CONFLICT (id) DO NOTHING` drops the copies of any that did commit
- * (e.g. after a crash between commit and ack). Invalid payloads are dead-lettered by the bus and the
- * `DeadLettered` event is archived like any other.
+ * (e.g. after a crash between commit and ack). Invalid payloads, and events refused by the bus's
+ * admission check (a type on another type's subject, a bad or missing signature) are dead-lettered by the
+ * bus; their `DeadLettered` events go to the quarantine table, outside the runs' chains, and an id
+ * already archived with different content is logged as an ID COLLISION error and quarantined too.
  */
 export class Archiver {
   private sub: Subscription | null = null;
@@ -45,7 +54,14 @@ export class Archiver {
   private readonly ackWaitMs: number | undefined;
   private readonly log: Logger;
   /** Counters since start: events newly stored, duplicates dropped, batches committed. */
-  readonly stats = { archived: 0, duplicates: 0, batches: 0 };
+  readonly stats = { archived: 0, duplicates: 0, batches: 0, quarantined: 0, checkpoints: 0 };
+  /** Events archived per run since its last checkpoint. */
+  private readonly sinceCheckpoint = new Map<string, number>();
+  /** Runs this archiver sealed: a late event of one (archived after its end) gets a new sealed checkpoint. */
+  private readonly sealed = new Set<string>();
+  private checkpointing: Promise<void> = Promise.resolve();
+  private readonly signer: ArchiverOptions['signer'];
+  private readonly checkpointEvery: number;
 
   constructor(
     private readonly bus: EventBus,
@@ -57,6 +73,8 @@ export class Archiver {
     this.maxWaitMs = opts.maxWaitMs ?? 20;
     this.ackWaitMs = opts.ackWaitMs;
     this.log = opts.logger ?? createLogger('archiver');
+    this.signer = opts.signer ?? null;
+    this.checkpointEvery = opts.checkpointEvery ?? 1000;
   }
 
   /**
@@ -158,8 +176,47 @@ export class Archiver {
     }
     this.stats.archived += r.appended;
     this.stats.duplicates += r.duplicates;
+    this.stats.quarantined += r.quarantined + r.collisions.length;
+    // An id taken by different content is an alarm (someone squatted an id or rewrote an event), never a silent drop.
+    for (const c of r.collisions) this.log.error(`ID COLLISION: ${c.reason}; the new copy is kept in the quarantine table, not in the run`, { eventId: c.id });
     this.stats.batches += 1;
     archivedTotal().inc({ result: 'appended' }, r.appended);
     if (r.duplicates) archivedTotal().inc({ result: 'duplicate' }, r.duplicates);
+    if (r.quarantined) archivedTotal().inc({ result: 'dead_letter' }, r.quarantined);
+    if (r.collisions.length) archivedTotal().inc({ result: 'id_collision' }, r.collisions.length);
+    await this.checkpoint(events);
+  }
+
+  /**
+   * Sign a checkpoint of each run of the batch whose events since its last one reached `checkpointEvery`,
+   * and a sealed one of each run the batch ended (`RunCompleted`/`RunFailed`): from then on nothing may
+   * follow in its chain, and a cut tail or a rewritten head no longer verifies. A failure fails the batch
+   * (redelivered; the appends it repeats are dropped as duplicates and the checkpoint is written then).
+   */
+  private checkpoint(events: readonly RstarEvent[]): Promise<void> {
+    // Two batches commit concurrently: their checkpoints are written one after the other, in commit order.
+    const next = this.checkpointing.then(() => this.writeCheckpoints(events));
+    this.checkpointing = next.catch(() => undefined);
+    return next;
+  }
+
+  private async writeCheckpoints(events: readonly RstarEvent[]): Promise<void> {
+    const ended = new Set<string>();
+    for (const e of events) {
+      if (e.type === 'DeadLettered') continue;
+      this.sinceCheckpoint.set(e.runId, (this.sinceCheckpoint.get(e.runId) ?? 0) + 1);
+      if (e.type === 'RunCompleted' || e.type === 'RunFailed' || this.sealed.has(e.runId)) ended.add(e.runId);
+    }
+    for (const [runId, n] of this.sinceCheckpoint) {
+      if (!ended.has(runId) && n < this.checkpointEvery) continue;
+      try {
+        await this.store.checkpoints.write(runId, ended.has(runId), this.signer ?? null);
+      } catch (e) {
+        throw new TransientError(`chain checkpoint of run ${runId} failed: ${(e as Error).message}`, e);
+      }
+      this.sinceCheckpoint.delete(runId);
+      if (ended.has(runId)) this.sealed.add(runId);
+      this.stats.checkpoints++;
+    }
   }
 }

@@ -34,7 +34,9 @@ export function bwrapUsable(): { ok: boolean; reason: string | null } {
     });
     return { ok: true, reason: null };
   } catch (e) {
-    return { ok: false, reason: `bubblewrap unusable: ${(e as Error).message.split('\n')[0]}` };
+    // bwrap's own complaint (e.g. "No permissions to create new namespace") says more than the exit status.
+    const stderr = String((e as { stderr?: Buffer }).stderr ?? '').trim().split('\n')[0];
+    return { ok: false, reason: `bubblewrap unusable: ${stderr || (e as Error).message.split('\n')[0]}` };
   }
 }
 

@@ -3,6 +3,7 @@
  * docs/design/protocol.md §3). Main type: {@link SandboxPool}. The tool-response text lives in @rstar/agent.
  */
 export { SandboxPool, poolResult, SCIPY_WARM_MODULES } from './sandbox.pool';
+export { bwrapUsable } from './bwrap.args';
 export { scipySubmoduleUsage } from './scipy.usage';
 export type {
   ExecRequest,

@@ -1,5 +1,5 @@
 import { createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
-import { RstarError, type EventSignature, type EventType, type RstarEvent } from '@rstar/contracts';
+import { EVENT_TYPES, RstarError, type EventSignature, type EventType, type RstarEvent } from '@rstar/contracts';
 import { canonicalJson } from './canonical-json';
 import { leafHash, merkleTree, rootFromPath } from './merkle';
 import { BUS_ROLES, isPrincipal } from './principals';
@@ -65,6 +65,14 @@ export class EventSigner {
     return createPublicKey(this.key).export({ type: 'spki', format: 'pem' }).toString();
   }
 
+  /**
+   * Sign a statement that is not an event (the archiver's chain checkpoints): Ed25519 over a domain
+   * prefix and `content`, so a statement's signature can never pass for an event's or the reverse.
+   */
+  signStatement(domain: string, content: Buffer): string {
+    return sign(null, Buffer.concat([Buffer.from(`rstar-statement:${domain}\n`), content]), this.key).toString('base64url');
+  }
+
   /** Copies of `events` with `meta.signature` set (any earlier signature replaced); the inputs are not changed. */
   sign<E extends RstarEvent>(events: readonly E[]): E[] {
     const out: E[] = new Array(events.length);
@@ -95,7 +103,7 @@ export type SignatureCheck = { ok: true; keyId: string } | { ok: false; code: Si
 export interface EventVerifierOptions {
   /** Trusted public keys by key id; several per id while a key is rotated. */
   trustedKeys: ReadonlyMap<string, readonly KeyObject[]>;
-  /** Event types whose consumers refuse an unsigned or wrongly signed event (default `PolicyUpdated`, `RunStarted`). */
+  /** Event types whose consumers refuse an unsigned or wrongly signed event (default: every type). */
   requiredTypes?: readonly EventType[];
   /**
    * May `keyId` sign events of `type`? Default: the key id is a principal whose role produces the type
@@ -117,13 +125,20 @@ export class EventVerifier {
   private readonly verifiedRoots = new Map<string, string>();
 
   constructor(private readonly opts: EventVerifierOptions) {
-    this.requiredTypes = new Set(opts.requiredTypes ?? ['PolicyUpdated', 'RunStarted']);
+    this.requiredTypes = new Set(opts.requiredTypes ?? EVENT_TYPES);
     this.mayProduce = opts.mayProduce ?? ((keyId, type) => isPrincipal(keyId) && (BUS_ROLES[keyId].produces as readonly string[]).includes(type));
   }
 
   /** Whether events of `type` must carry a valid signature for this consumer. */
   requires(type: string): boolean {
     return this.requiredTypes.has(type);
+  }
+
+  /** True when one of `keyId`'s trusted keys made `sig` over `content` with {@link EventSigner.signStatement}. */
+  verifyStatement(keyId: string, domain: string, content: Buffer, sig: string): boolean {
+    const keys = this.opts.trustedKeys.get(keyId) ?? [];
+    const message = Buffer.concat([Buffer.from(`rstar-statement:${domain}\n`), content]);
+    return keys.some((k) => verify(null, message, k, Buffer.from(sig, 'base64url')));
   }
 
   /** Key ids this verifier trusts. */

@@ -65,6 +65,7 @@ export function renderNscCommands(principals: readonly Principal[], scope: BusSc
     const p = natsPermissions(principal, scope);
     const flags = [
       ...p.publish.allow.map((s) => `--allow-pub ${q(s)}`),
+      ...(p.publish.deny ?? []).map((s) => `--deny-pub ${q(s)}`),
       ...p.subscribe.allow.map((s) => `--allow-sub ${q(s)}`),
       ...(p.allowResponses ? ['--allow-pub-response'] : []),
     ];

@@ -17,6 +17,23 @@ export interface BusRole {
    * per consumer), filtered client-side (`JetStreamBus.subscribe`).
    */
   subscriptions: ReadonlyArray<readonly EventType[]>;
+  /**
+   * The durable consumer names of its subscriptions, one per entry of `subscriptions` (same order).
+   * `{instance}` stands for each replica's stable id (`RSTAR_INSTANCE_ID`, default `default`): such a
+   * durable is per replica. Only these consumers may be read (`CONSUMER.MSG.NEXT`), acked and created
+   * with its credentials, so no other principal can drain or ack them ({@link natsPermissions}).
+   */
+  durables: readonly string[];
+  /**
+   * Other principals' durables whose progress it reads (`CONSUMER.INFO` only: their existence before a
+   * run starts, the archiver's ack floor before reading the archive). Info cannot take or ack a message.
+   */
+  watches?: readonly string[];
+  /**
+   * Names its own consumers freely (the operator's CLI: one per run it follows, e.g. `cli-<runId>`);
+   * every durable a service owns stays denied to it.
+   */
+  ownsUnlistedDurables?: boolean;
   /** Consumes every subject under the prefix, including ones no contract names (the archiver). */
   consumesAll?: boolean;
   /** Creates and updates the stream (only the control plane; everyone else finds it there). */
@@ -44,35 +61,46 @@ export const BUS_ROLES: Readonly<Record<Principal, BusRole>> = {
   'control-plane': {
     produces: ['RunStarted', 'RunCompleted', 'RunFailed', 'DeadLettered'],
     subscriptions: [EVENT_TYPES],
+    durables: ['archiver'],
     consumesAll: true,
     manageStream: true,
   },
   optimization: {
     produces: ['RunCompleted', 'RunFailed', 'StepStarted', 'RolloutRequested', 'StepOptimized', 'PolicyUpdated', 'StepCompleted', 'EvaluationCompleted', 'DeadLettered'],
     subscriptions: [['RunStarted'], ['RolloutCompleted', 'GroupResampled']],
+    durables: ['optimization-runs', 'optimization-steps'],
+    watches: ['archiver', 'tool-execution', 'reward-grading', 'resampling', 'policy-serving-rollouts'],
   },
   'policy-serving': {
     produces: ['TurnGenerated', 'ToolCallRequested', 'RolloutCompleted', 'DeadLettered'],
     subscriptions: [['RolloutRequested'], ['TurnGenerated'], ['ToolCallCompleted'], ['PolicyUpdated']],
+    durables: ['policy-serving-rollouts', 'policy-serving-turns-{instance}', 'policy-serving-tool-results-{instance}', 'policy-serving-policy-{instance}'],
     requests: ['tool.execute'],
   },
   'tool-execution': {
     produces: ['ToolCallCompleted', 'DeadLettered'],
     subscriptions: [['ToolCallRequested']],
+    durables: ['tool-execution'],
     serves: ['tool.execute'],
   },
   'reward-grading': {
     produces: ['RewardAssigned', 'DeadLettered'],
     subscriptions: [['RolloutCompleted']],
+    durables: ['reward-grading'],
     requests: ['tool.execute'],
   },
   resampling: {
     produces: ['GroupResampled', 'DeadLettered'],
     subscriptions: [['RolloutRequested', 'RolloutCompleted', 'RewardAssigned', 'GroupResampled']],
+    durables: ['resampling'],
+    watches: ['archiver'],
   },
   cli: {
     produces: ['RunStarted', 'StepStarted', 'RolloutRequested', 'EvaluationCompleted', 'DeadLettered'],
     subscriptions: [['StepCompleted', 'RunCompleted', 'RunFailed', 'EvaluationCompleted']],
+    durables: [],
+    ownsUnlistedDurables: true,
+    watches: ['optimization-runs', 'tool-execution', 'reward-grading', 'resampling', 'policy-serving-rollouts', 'archiver'],
   },
 };
 
@@ -89,4 +117,27 @@ export function producersOf(type: EventType): Principal[] {
 /** Every event type a principal consumes (over all its subscriptions). */
 export function consumedBy(principal: Principal): EventType[] {
   return [...new Set(BUS_ROLES[principal].subscriptions.flat())];
+}
+
+/** Stable replica ids per principal (`RSTAR_INSTANCE_ID` of each replica); a principal not named has one, `default`. */
+export type InstanceIds = Partial<Record<Principal, readonly string[]>>;
+
+/**
+ * The durable consumer names a principal owns ({@link BusRole.durables} with `{instance}` expanded for
+ * each of its instance ids, default `['default']`).
+ */
+export function durablesOf(principal: Principal, instances: InstanceIds = {}): string[] {
+  return [...new Set(BUS_ROLES[principal].durables.flatMap((d) => expandDurable(principal, d, instances)))];
+}
+
+/** One entry of {@link BusRole.durables} as the names it stands for (one per instance id when per replica). */
+export function expandDurable(principal: Principal, pattern: string, instances: InstanceIds = {}): string[] {
+  if (!pattern.includes('{instance}')) return [pattern];
+  const ids = instances[principal]?.length ? instances[principal]! : ['default'];
+  return ids.map((id) => pattern.replace('{instance}', id));
+}
+
+/** Which principal owns durable `name`, or null (an unlisted name: the CLI's, or nobody's). */
+export function ownerOfDurable(name: string, instances: InstanceIds = {}): Principal | null {
+  return PRINCIPALS.find((p) => durablesOf(p, instances).includes(name)) ?? null;
 }

@@ -27,15 +27,30 @@ export interface GeneratedSecrets {
   tokens: Record<string, string>;
   /** nats-server configuration fragment with the users and permissions. */
   natsAuthConfig: string;
+  /** The inference engines' secrets folder (their `RSTAR_SECRETS_DIR`: the engine key's token list). */
+  engineDir: string;
 }
 
-/** The HTTP tokens generated: who holds each and its scopes. */
+/**
+ * The HTTP tokens the services accept: who holds each and its scopes. Each service has its own (`read`:
+ * what one service asks another, e.g. readiness and state), written to its folder as `api-token`.
+ */
 const TOKENS: ReadonlyArray<{ name: string; scopes: string }> = [
   { name: 'operator', scopes: 'read,execute,admin' },
   { name: 'dashboard', scopes: 'read' },
   { name: 'tool-client', scopes: 'execute' },
-  // What policy-serving and optimization send to the engines: information, generation and the admin routes.
+  ...PRINCIPALS.filter((p) => p !== 'cli').map((p) => ({ name: `service-${p}`, scopes: 'read' })),
+];
+
+/**
+ * The engines' own token list: the engine key (what policy-serving and optimization send: information,
+ * generation and the weight-reload admin routes), and the operator's and dashboard's. The engine key is
+ * accepted by engines only: no service lists it, so it cannot run code on tool-execution.
+ */
+const ENGINE_TOKENS: ReadonlyArray<{ name: string; scopes: string }> = [
   { name: 'engine-client', scopes: 'read,execute,admin' },
+  { name: 'operator', scopes: 'read,execute,admin' },
+  { name: 'dashboard', scopes: 'read' },
 ];
 
 /** Principals that call the inference engines' admin routes. */
@@ -45,7 +60,10 @@ const ENGINE_CLIENTS: ReadonlySet<Principal> = new Set(['policy-serving', 'optim
  * Create every credential of a secured deployment in `outDir` (files 0600, folders 0700):
  * - `<principal>/` for each principal — its `RSTAR_SECRETS_DIR`: `nats.nk` (nkey seed), `signing.pem`
  *   (Ed25519 private key), `trusted-keys.json` (every principal's public key), `api-tokens.txt` (the
- *   accepted tokens as SHA-256 digests only), `engine-api-key` (the engine clients), `nats-ca.pem` (TLS);
+ *   accepted tokens as SHA-256 digests only), `api-token` (its own token), `engine-api-key` (the engine
+ *   clients), `nats-ca.pem` (TLS);
+ * - `engine/`: the inference engines' folder: `api-tokens.txt` (the engine key, operator and dashboard)
+ *   and `engine-api-key` (SGLang's `--api-key`); the services do not accept the engine key;
  * - `nats-auth.conf`: the nats-server users (nkey public keys) and permissions; `nsc-users.sh`: the same
  *   for decentralized JWT auth;
  * - `trusted-keys.json`, `operator-tokens.txt` (the tokens in clear: give each to its holder, then delete).
@@ -71,13 +89,14 @@ export function generateSecrets(o: GenerateSecretsOptions): GeneratedSecrets {
     return { principal, privatePem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), publicPem: publicKey.export({ type: 'spki', format: 'pem' }).toString() };
   });
   const trusted = JSON.stringify(Object.fromEntries(signing.map((s) => [s.principal, [s.publicPem]])), null, 2) + '\n';
-  const tokens = Object.fromEntries(TOKENS.map((t) => [t.name, generateApiToken()]));
-  const tokenFile =
-    '# HTTP bearer tokens accepted by the services: <scopes> sha256:<digest> <name>. Add a line to rotate, remove the old one after.\n' +
-    TOKENS.map((t) => `${t.scopes} ${tokenDigest(tokens[t.name])} ${t.name}`).join('\n') +
+  const tokens: Record<string, string> = Object.fromEntries([...TOKENS, ...ENGINE_TOKENS].map((t) => [t.name, generateApiToken()]));
+  const tokenList = (list: typeof TOKENS, who: string) =>
+    `# HTTP bearer tokens accepted by ${who}: <scopes> sha256:<digest> <name>. Add a line to rotate, remove the old one after.\n` +
+    list.map((t) => `${t.scopes} ${tokenDigest(tokens[t.name])} ${t.name}`).join('\n') +
     '\n';
+  const tokenFile = tokenList(TOKENS, 'the services');
   const natsAuthConfig = renderNatsAuthConfig(nats.map((n) => ({ principal: n.principal, nkey: n.nkey })), o.scope, o.tls);
-  const result: GeneratedSecrets = { outDir: out, principals: {}, tokens, natsAuthConfig };
+  const result: GeneratedSecrets = { outDir: out, principals: {}, tokens, natsAuthConfig, engineDir: join(out, 'engine') };
   for (const n of nats) {
     const dir = join(out, n.principal);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -86,14 +105,20 @@ export function generateSecrets(o: GenerateSecretsOptions): GeneratedSecrets {
     write(join(dir, 'trusted-keys.json'), trusted);
     write(join(dir, 'api-tokens.txt'), tokenFile);
     if (ENGINE_CLIENTS.has(n.principal)) write(join(dir, 'engine-api-key'), tokens['engine-client'] + '\n');
+    if (tokens[`service-${n.principal}`]) write(join(dir, 'api-token'), tokens[`service-${n.principal}`] + '\n');
     if (n.principal === 'cli') write(join(dir, 'operator-token'), tokens.operator + '\n');
     if (o.tls?.caFile) write(join(dir, 'nats-ca.pem'), readFileSync(o.tls.caFile, 'utf8'));
     result.principals[n.principal] = { dir, natsPublicKey: n.nkey };
   }
+  // The inference engines' RSTAR_SECRETS_DIR (`rstar serve engine`, SGLang's --api-key is the engine key).
+  mkdirSync(join(out, 'engine'), { recursive: true, mode: 0o700 });
+  write(join(out, 'engine', 'api-tokens.txt'), tokenList(ENGINE_TOKENS, 'the inference engines'));
+  write(join(out, 'engine', 'engine-api-key'), tokens['engine-client'] + '\n');
+  result.engineDir = join(out, 'engine');
   write(join(out, 'nats-auth.conf'), natsAuthConfig);
   write(join(out, 'nsc-users.sh'), renderNscCommands(principals, o.scope));
   write(join(out, 'trusted-keys.json'), trusted);
-  write(join(out, 'operator-tokens.txt'), TOKENS.map((t) => `${t.name} (${t.scopes}): ${tokens[t.name]}`).join('\n') + '\n');
+  write(join(out, 'operator-tokens.txt'), [...TOKENS, ENGINE_TOKENS[0]].map((t) => `${t.name} (${t.scopes}${t === ENGINE_TOKENS[0] ? ', engines only' : ''}): ${tokens[t.name]}`).join('\n') + '\n');
   write(join(out, 'README.txt'), readme(randomBytes(4).toString('hex')));
   return result;
 }

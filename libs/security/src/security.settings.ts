@@ -66,7 +66,7 @@ export const SECURITY_ENV_VARS = {
   RSTAR_SIGNING_KEY_ID: 'the key id of the signer (default: the service name)',
   RSTAR_TRUSTED_KEYS: 'JSON {"<keyId>": "<public key PEM>" or [...]} of the trusted signers',
   RSTAR_TRUSTED_KEYS_FILE: 'a file with the trusted keys (default <secrets>/trusted-keys.json)',
-  RSTAR_VERIFY_EVENT_TYPES: 'comma-separated event types refused unsigned (default PolicyUpdated,RunStarted)',
+  RSTAR_VERIFY_EVENT_TYPES: 'comma-separated event types refused unless signed by their producer (default: every type; narrowing it is a weakening)',
   RSTAR_API_TOKENS: 'HTTP bearer tokens, "<scopes> <token|sha256:hex> [name]" per line or ";"',
   RSTAR_API_TOKENS_FILE: 'a file with the HTTP bearer tokens (default <secrets>/api-tokens.txt)',
   RSTAR_ENGINE_API_KEY: 'the token sent to the inference engines',
@@ -132,7 +132,8 @@ export function securityFromEnv(env: Env, principal: string): SecuritySettings {
   const trustedJson = secret('RSTAR_TRUSTED_KEYS', 'trusted-keys.json');
   let verifier: EventVerifier | null = null;
   if (trustedJson) {
-    const requiredTypes = (env.RSTAR_VERIFY_EVENT_TYPES ?? 'PolicyUpdated,RunStarted').split(',').map((s) => s.trim()).filter(Boolean);
+    // Every event is signed in secured mode, so every type is checked: an unsigned or foreign-signed event of any type is refused.
+    const requiredTypes = (env.RSTAR_VERIFY_EVENT_TYPES || EVENT_TYPES.join(',')).split(',').map((s) => s.trim()).filter(Boolean);
     const unknown = requiredTypes.filter((t) => !(EVENT_TYPES as string[]).includes(t));
     if (unknown.length) throw new SecurityConfigError(`RSTAR_VERIFY_EVENT_TYPES: unknown event type(s) ${unknown.join(', ')}; known: ${EVENT_TYPES.join(', ')}`, 'RSTAR_VERIFY_EVENT_TYPES');
     verifier = new EventVerifier({ trustedKeys: parseTrustedKeys(trustedJson, env.RSTAR_TRUSTED_KEYS ? 'RSTAR_TRUSTED_KEYS' : 'RSTAR_TRUSTED_KEYS_FILE'), requiredTypes: requiredTypes as EventType[] });

@@ -10,7 +10,7 @@ import { EventSigner, EventVerifier, parseTrustedKeys, signedContent } from './e
 import { leafHash, merkleTree, rootFromPath } from './merkle';
 import { renderNatsAuthConfig } from './nats-config.renderer';
 import { consumerFilters, inboxPrefixOf, natsPermissions } from './nats-permissions';
-import { BUS_ROLES, consumedBy, PRINCIPALS, producersOf } from './principals';
+import { BUS_ROLES, consumedBy, PRINCIPALS, producersOf, durablesOf, ownerOfDurable } from './principals';
 import { generateSecrets } from './secrets.generator';
 import { SecurityConfigError, securityFromEnv } from './security.settings';
 
@@ -68,8 +68,11 @@ describe('the producer/consumer table and NATS permissions derived from the cont
     expect(p.publish.allow).not.toContain('px.policy.updated');
     expect(p.publish.allow).not.toContain('$JS.API.>');
     expect(p.publish.allow.some((s) => s.startsWith('$JS.API.STREAM.CREATE'))).toBe(false);
-    expect(p.publish.allow).toContain('$JS.API.CONSUMER.CREATE.S1.*.px.rollout.completed');
-    expect(p.publish.allow).toContain('$JS.ACK.S1.>');
+    expect(p.publish.allow).toContain('$JS.API.CONSUMER.CREATE.S1.reward-grading.px.rollout.completed');
+    expect(p.publish.allow).toContain('$JS.ACK.S1.reward-grading.>');
+    expect(p.publish.allow).toContain('$JS.API.CONSUMER.MSG.NEXT.S1.reward-grading');
+    // Nothing on a consumer it does not own.
+    expect(p.publish.allow.filter((s) => /^\$JS\.(API\.CONSUMER|ACK)/.test(s)).every((s) => s.includes('.reward-grading'))).toBe(true);
     expect(p.subscribe.allow).toEqual([`${inboxPrefixOf('reward-grading')}.>`, ]);
     expect(p.allowResponses).toBe(false);
   });
@@ -83,6 +86,19 @@ describe('the producer/consumer table and NATS permissions derived from the cont
     const te = natsPermissions('tool-execution');
     expect(te.subscribe.allow).toContain('tool.execute');
     expect(te.allowResponses).toBe(true);
+  });
+
+  it('consumers belong to their owner: each service reads, acks and creates only its own durables (per replica where named so); the CLI any but theirs', () => {
+    for (const pr of PRINCIPALS) expect(BUS_ROLES[pr].durables.length || BUS_ROLES[pr].ownsUnlistedDurables, pr).toBeTruthy();
+    for (const pr of PRINCIPALS) if (!BUS_ROLES[pr].ownsUnlistedDurables) expect(BUS_ROLES[pr].durables.length, pr).toBe(BUS_ROLES[pr].subscriptions.length);
+    const ps = natsPermissions('policy-serving', { instances: { 'policy-serving': ['ps-0', 'ps-1'] } }).publish.allow;
+    expect(ps).toContain('$JS.API.CONSUMER.MSG.NEXT.RSTAR.policy-serving-turns-ps-1');
+    expect(ps).not.toContain('$JS.API.CONSUMER.MSG.NEXT.RSTAR.policy-serving-turns-default');
+    expect(durablesOf('policy-serving')).toContain('policy-serving-tool-results-default');
+    expect(ownerOfDurable('archiver')).toBe('control-plane');
+    const cli = natsPermissions('cli').publish;
+    expect(cli.allow).toContain('$JS.API.CONSUMER.MSG.NEXT.RSTAR.*');
+    for (const pr of PRINCIPALS.filter((x) => x !== 'cli')) for (const d of durablesOf(pr)) expect(cli.deny, d).toContain(`$JS.API.CONSUMER.MSG.NEXT.RSTAR.${d}`);
   });
 
   it('consumer filters follow the subscriptions: one type = its subject, several = the prefix', () => {
@@ -203,6 +219,13 @@ describe('secrets and settings from the environment', () => {
       expect(() => generateSecrets({ outDir: out })).toThrow(/not empty/);
       const s = securityFromEnv({ RSTAR_SECRETS_DIR: join(out, 'optimization'), RSTAR_REQUIRE_AUTH: 'true' }, 'optimization');
       expect(s).toMatchObject({ auth: { kind: 'nkey' }, inboxPrefix: '_INBOX_optimization', securedBus: true, requireAuth: true, engineApiKey: g.tokens['engine-client'] });
+      // The engine key is the engines' alone; each service has a token of its own.
+      expect(s.apiTokens.authorizeToken(g.tokens['engine-client'], 'read').ok).toBe(false);
+      expect(s.apiTokens.authorizeToken(g.tokens['service-optimization'], 'read').ok).toBe(true);
+      expect(s.apiTokens.authorizeToken(g.tokens['service-optimization'], 'execute').ok).toBe(false);
+      expect(readFileSync(join(g.principals.optimization.dir, 'api-token'), 'utf8').trim()).toBe(g.tokens['service-optimization']);
+      const engine = securityFromEnv({ RSTAR_SECRETS_DIR: g.engineDir }, 'engine');
+      expect(engine.apiTokens.authorizeToken(g.tokens['engine-client'], 'admin').ok).toBe(true);
       expect(s.signer!.keyId).toBe('optimization');
       expect(s.apiTokens.authorize(`Bearer ${g.tokens.dashboard}`, 'read')).toMatchObject({ ok: true, name: 'dashboard' });
       const [signed] = s.signer!.sign([policyUpdate('7')]);

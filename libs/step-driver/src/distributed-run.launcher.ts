@@ -12,6 +12,7 @@ import { resolveDataPath } from './run-config.loader';
 import { StagedBuiltinTrainer } from './staged.trainer';
 import { sftOptionsOf } from './sft.options';
 import { launchHfRun } from './hf/hf-run.launcher';
+import { OPTIMIZATION_STEPS_DURABLE } from './pipeline.consumers';
 
 /** What the optimization service gives the launcher. */
 export interface LaunchDeps {
@@ -98,7 +99,7 @@ export async function launchDistributedRun(ev: RstarEvent<'RunStarted'>, deps: L
     trainer.beginStep(resume.nextStep);
     const handler = new OptimizationHandler(deps.bus, {
       config, runId, prompts: runPrompts(config, resolveDataPath).train, trainer, engines: [], checkpointDir: dir,
-      store: runEventSource(deps.store), mode: 'distributed', codeVersion: ev.data.codeVersion,
+      store: runEventSource(deps.store), mode: 'distributed', codeVersion: ev.data.codeVersion, durable: OPTIMIZATION_STEPS_DURABLE,
       onStep: (step, stage, metrics) => {
         trainer.beginStep(step + 1);
         log('step completed', { runId, step, stage, rewardMean: metrics.rewardMean, passRate: metrics.passRate });

@@ -12,6 +12,12 @@ export function pipelineDurables(env: NodeJS.ProcessEnv = process.env): string[]
 }
 
 /**
+ * The optimization service's consumer of the run it drives (groups, rollouts, failures): one fixed name,
+ * since the service drives one run at a time and its NATS permissions grant it its own durables only.
+ */
+export const OPTIMIZATION_STEPS_DURABLE = 'optimization-steps';
+
+/**
  * Wait until every named durable consumer exists on the bus (no-op on the in-process bus, whose
  * subscriptions live in this process). A durable created after work was published would start past it,
  * so starting a run before the services subscribed could strand its first events. `onWait` is called with

@@ -10,6 +10,7 @@ import { RunsController } from './runs.controller';
 import { LiveController } from './views/live.controller';
 import { RunViewsProvider } from './views/run-views.provider';
 import { UiController } from './views/ui.controller';
+import { SessionController } from './views/session.controller';
 import { ViewsController } from './views/views.controller';
 
 /**
@@ -26,7 +27,7 @@ export class ControlPlaneModule {
         ServiceConfigModule.forRoot(controlPlaneEnv, env), HealthModule.forService('control-plane'), MetricsModule,
         BusModule.forRootAsync(), EventStoreModule.forRootAsync(), ReadModelsModule.forRootAsync(),
       ],
-      controllers: [RunsController, ArchiveController, ProjectionsController, ViewsController, LiveController, UiController],
+      controllers: [RunsController, ArchiveController, ProjectionsController, ViewsController, LiveController, UiController, SessionController],
       providers: [ArchiverWorker, KafkaExportWorker, RunViewsProvider, ...(env.RSTAR_PROJECTOR === 'off' ? [] : [ProjectorWorker])],
     };
   }

@@ -3,12 +3,14 @@ import { ConfigService } from '@nestjs/config';
 import { BackgroundWorker, BusConnection, ReadinessRegistry, type Stoppable } from '@rstar/nest-runtime';
 import type { SandboxPool } from '@rstar/sandbox';
 import { NatsExecuteResponder, ToolExecutionHandler, type ToolExecutionMetrics } from '@rstar/tool-calls';
+import { SandboxPoolLifecycle } from './sandbox-pool.provider';
 import { SANDBOX_POOL, TOOL_METRICS } from './tokens';
 import type { ToolExecutionEnv } from './tool-execution.config';
 
 /**
  * The bus side of tool-execution, once NATS is up: the durable `ToolCallRequested` -> `ToolCallCompleted`
- * handler and the `tool.execute` request/reply responder (queue group, so replicas share the load).
+ * handler and the `tool.execute` request/reply responder (queue group, so replicas share the load),
+ * started only once the sandbox pool runs (see {@link SandboxPoolLifecycle}).
  */
 @Injectable()
 export class ToolCallsWorker extends BackgroundWorker {
@@ -17,12 +19,15 @@ export class ToolCallsWorker extends BackgroundWorker {
     private readonly cfg: ConfigService<ToolExecutionEnv, true>,
     @Inject(SANDBOX_POOL) private readonly pool: SandboxPool,
     @Inject(TOOL_METRICS) private readonly metrics: ToolExecutionMetrics,
+    private readonly lifecycle: SandboxPoolLifecycle,
     registry: ReadinessRegistry,
   ) {
     super('tool-calls', registry);
   }
 
   protected async launch(): Promise<Stoppable> {
+    // No tool call is taken while the pool cannot run programs isolated (it stays queued on the bus).
+    await this.lifecycle.whenRunning();
     const bus = await this.bus.ready();
     const handler = new ToolExecutionHandler(bus, this.pool, { metrics: this.metrics, durable: this.cfg.get('RSTAR_TOOL_DURABLE', { infer: true }) });
     await handler.start();

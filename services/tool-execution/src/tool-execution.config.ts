@@ -17,7 +17,8 @@ export const TOOL_EXECUTION_PORT = 3002;
  * only, e.g. as a drop-in sandbox for another RL framework — RSTAR_STREAM, RSTAR_SUBJECT_PREFIX) and the
  * sandbox pool's: RSTAR_SANDBOX_WORKERS (zygotes; default twice the CPUs, at least 4),
  * RSTAR_SANDBOX_QUEUE_LIMIT (requests waiting before `overloaded`, default 4096), RSTAR_SANDBOX_MAX_TIMEOUT_MS
- * (the largest per-call time limit a request may ask for; larger ones are clamped), RSTAR_PYTHON (the
+ * (the largest per-call time limit a request may ask for; larger ones are clamped), RSTAR_SANDBOX_ISOLATION
+ * (`bwrap`, the default, or an explicit `none`), RSTAR_PYTHON (the
  * interpreter; default `.venv/bin/python`), RSTAR_TOOL_EXECUTE_SUBJECT (NATS request/reply subject,
  * default `tool.execute`), RSTAR_TOOL_DURABLE (the JetStream consumer of ToolCallRequested, default
  * `tool-execution`), RSTAR_HTTP_BODY_LIMIT_BYTES (largest request body, default
@@ -32,6 +33,10 @@ export const toolExecutionEnv = baseServiceEnv(TOOL_EXECUTION_PORT).extend({
   RSTAR_SANDBOX_QUEUE_LIMIT: intVar(4096, 1, 'the most requests that may wait, e.g. 4096'),
   RSTAR_SANDBOX_MAX_TIMEOUT_MS: z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(100).optional()).describe('milliseconds, e.g. 60000'),
   RSTAR_PYTHON: optionalVar('a Python 3 interpreter path'),
+  RSTAR_SANDBOX_ISOLATION: z
+    .enum(['bwrap', 'none'])
+    .default('bwrap')
+    .describe('bwrap (the default: programs run inside bubblewrap; without it the service is not ready) or none (rlimits only, programs see the host: only on a machine that is itself a sandbox)'),
   RSTAR_TOOL_EXECUTE_SUBJECT: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'must be a NATS subject').default('tool.execute').describe('a NATS subject, e.g. tool.execute'),
   RSTAR_HTTP_BODY_LIMIT_BYTES: intVar(TOOL_EXECUTION_BODY_LIMIT_BYTES, 1024, 'bytes, e.g. 36700160'),
   RSTAR_SANDBOX_FUSION_TIMEOUT_MS: intVar(SANDBOX_FUSION_DEFAULT_TIMEOUT_MS, 100, 'milliseconds, e.g. 10000'),

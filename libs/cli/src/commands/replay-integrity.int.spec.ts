@@ -49,6 +49,8 @@ describe('rstar replay verify: tamper evidence of the archive', () => {
     });
     const store = await EventStore.connect({ connectionString: PG_URL, schema });
     for (let i = 0; i < events.length; i += 50) await store.appendBatch(events.slice(i, i + 50));
+    // As the control plane's archiver does when the run's end is archived: a sealed, signed checkpoint.
+    await store.checkpoints.write(runId, true, securityFromEnv({ RSTAR_SECRETS_DIR: secrets.principals['control-plane'].dir }, 'control-plane').signer);
     await store.close();
   });
   afterAll(async () => {

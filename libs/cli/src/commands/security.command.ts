@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { JetStreamBus, securedBusOptionsFromEnv } from '@rstar/messaging';
-import { generateApiToken, generateSecrets, isPrincipal, PRINCIPALS, renderNscCommands, tokenDigest } from '@rstar/security';
+import { generateApiToken, generateSecrets, isPrincipal, PRINCIPALS, renderNscCommands, tokenDigest, type InstanceIds } from '@rstar/security';
 import { CliInputError } from '../cli.errors';
 
 /**
@@ -27,14 +27,16 @@ export function register(program: Command): void {
     .option('--tls-key <file>', 'server key (with --tls-cert)')
     .option('--tls-ca <file>', 'CA the clients trust (copied to each principal as nats-ca.pem)')
     .option('--tls-verify-clients', 'require client certificates (mutual TLS)')
-    .action((o: { out: string; stream: string; subjectPrefix: string; tlsCert?: string; tlsKey?: string; tlsCa?: string; tlsVerifyClients?: boolean }) => {
+    .option('--instances <list>', 'replica ids (RSTAR_INSTANCE_ID) of a principal with per-replica consumers, e.g. policy-serving=ps-0,ps-1 (default: one replica, "default")')
+    .action((o: { out: string; stream: string; subjectPrefix: string; tlsCert?: string; tlsKey?: string; tlsCa?: string; tlsVerifyClients?: boolean; instances?: string }) => {
       if (!!o.tlsCert !== !!o.tlsKey) throw new CliInputError('--tls-cert and --tls-key go together');
       const tls = o.tlsCert ? { certFile: o.tlsCert, keyFile: o.tlsKey!, caFile: o.tlsCa, verifyClients: o.tlsVerifyClients } : undefined;
-      const g = generateSecrets({ outDir: o.out, scope: { stream: o.stream, subjectPrefix: o.subjectPrefix }, tls });
+      const g = generateSecrets({ outDir: o.out, scope: { stream: o.stream, subjectPrefix: o.subjectPrefix, instances: parseInstances(o.instances) }, tls });
       process.stdout.write(
         [
           `wrote the secrets of ${Object.keys(g.principals).length} principals to ${g.outDir}:`,
           ...Object.entries(g.principals).map(([p, v]) => `  ${p}: RSTAR_SECRETS_DIR=${v.dir}`),
+          `  inference engines (rstar serve engine; SGLang --api-key is its engine-api-key): RSTAR_SECRETS_DIR=${g.engineDir}`,
           `  nats-server users and permissions: ${g.outDir}/nats-auth.conf (include it in the server configuration)`,
           `  HTTP tokens in clear: ${g.outDir}/operator-tokens.txt (hand them out, then delete the file)`,
           '',
@@ -83,4 +85,21 @@ export function register(program: Command): void {
     .action((o: { stream: string; subjectPrefix: string; account: string }) => {
       process.stdout.write(renderNscCommands(PRINCIPALS, { stream: o.stream, subjectPrefix: o.subjectPrefix }, o.account));
     });
+}
+
+/**
+ * `--instances policy-serving=ps-0,ps-1[;other=...]`: the replica ids whose per-replica durables the NATS
+ * permissions grant. @throws Error naming the option for an unknown principal or a bad id.
+ */
+function parseInstances(text: string | undefined): InstanceIds {
+  const out: InstanceIds = {};
+  for (const part of (text ?? '').split(';').map((x) => x.trim()).filter(Boolean)) {
+    const [name, ids] = part.split('=');
+    if (!isPrincipal(name)) throw new CliInputError(`--instances: "${name}" is not a principal; known: ${PRINCIPALS.join(', ')}`);
+    const list = (ids ?? '').split(',').map((x) => x.trim()).filter(Boolean);
+    const bad = list.find((x) => !/^[A-Za-z0-9_-]{1,64}$/.test(x));
+    if (!list.length || bad !== undefined) throw new CliInputError(`--instances: ${name} needs replica ids of letters, digits, "_" or "-" (as RSTAR_INSTANCE_ID), got "${ids ?? ''}"`);
+    out[name] = list;
+  }
+  return out;
 }

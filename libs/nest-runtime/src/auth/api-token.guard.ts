@@ -18,11 +18,18 @@ interface HttpResponse {
 /** Cookie a browser may carry the token in (the dashboard's EventSource cannot set headers). */
 export const TOKEN_COOKIE = 'rstar_token';
 
-/** The token of a request: `Authorization: Bearer <token>`, else the {@link TOKEN_COOKIE} cookie. */
+/**
+ * The token of a request: `Authorization: Bearer <token>`, else, on a GET or HEAD only, the
+ * {@link TOKEN_COOKIE} cookie. A browser attaches cookies to requests any other site makes it send (a
+ * form posted to `/run_code`); a state-changing route therefore never takes a cookie (no CSRF), while
+ * the dashboard's reads (its EventSource) still can.
+ */
 export function requestToken(req: HttpRequest): string | null {
   const auth = req.headers.authorization;
   const fromHeader = bearerToken(Array.isArray(auth) ? auth[0] : auth);
   if (fromHeader) return fromHeader;
+  const method = (req.method ?? 'GET').toUpperCase();
+  if (method !== 'GET' && method !== 'HEAD') return null;
   const cookie = req.headers.cookie;
   const m = new RegExp(`(?:^|;\\s*)${TOKEN_COOKIE}=([^;]+)`).exec(Array.isArray(cookie) ? cookie.join(';') : (cookie ?? ''));
   return m ? decodeURIComponent(m[1]) : null;

@@ -23,6 +23,12 @@ export interface OptimizationDeps {
   store?: RunEventSource;
   mode?: 'standalone' | 'distributed';
   codeVersion?: string;
+  /**
+   * The durable consumer of the run's groups (default `optimization-<runId>`). The optimization service
+   * drives one run at a time on `optimization-steps`, the name its NATS permissions grant (a per-run name
+   * could not be granted to it alone).
+   */
+  durable?: string;
   /** Called after each StepCompleted (progress bars, one-line summaries). */
   onStep?: (step: number, stage: string, metrics: Record<string, number | null>) => void;
   /** Clock in ms for the phase timings. */
@@ -81,11 +87,11 @@ export class OptimizationHandler {
     this.now = deps.now ?? Date.now;
   }
 
-  /** Subscribe to the run's resampled groups and completed rollouts (durable `optimization-<runId>`). */
+  /** Subscribe to the run's resampled groups and completed rollouts (durable {@link OptimizationDeps.durable}). */
   async start(): Promise<void> {
     this.stopped = false;
     this.sub = await this.bus.subscribe({
-      durable: `optimization-${this.deps.runId}`,
+      durable: this.deps.durable ?? `optimization-${this.deps.runId}`,
       types: ['GroupResampled', 'RolloutCompleted', 'RunFailed'],
       concurrency: 64,
       handler: async (e) => this.collector.add(e),

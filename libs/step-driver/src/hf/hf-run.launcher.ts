@@ -13,6 +13,7 @@ import { runPrompts } from '../prompt.sources';
 import { resolveDataPath } from '../run-config.loader';
 import { WorkerTrainer, workerLoss, workerOptimizer } from '../worker/worker.trainer';
 import { runWorkerSft } from './hf-sft.runner';
+import { OPTIMIZATION_STEPS_DURABLE } from '../pipeline.consumers';
 import { checkRunTokenizers } from './tokenizer.check';
 
 /** What the optimization service gives a Hugging Face run (see `LaunchDeps` of distributed-run.launcher.ts). */
@@ -120,6 +121,7 @@ export async function launchHfRun(ev: RstarEvent<'RunStarted'>, config: RunConfi
     const handler = new OptimizationHandler(deps.bus, {
       config, runId, prompts: runPrompts(config, resolveDataPath).train, trainer, engines: [], checkpointDir: join(dir, runId),
       store: runEventSource(deps.store), mode: deps.mode ?? 'distributed', codeVersion: ev.data.codeVersion,
+      ...((deps.mode ?? 'distributed') === 'distributed' ? { durable: OPTIMIZATION_STEPS_DURABLE } : {}),
       // SFT traces and rollouts share one prompt format (the full template unless the config says compact).
       rolloutExtras: { prompt: { compact: config.policy.prompt === 'compact' }, tokenizerHash },
       onStep: (step, stage, metrics) => log('step completed', { runId, step, stage, rewardMean: metrics.rewardMean, passRate: metrics.passRate, clipFraction: metrics.clipFraction }),
