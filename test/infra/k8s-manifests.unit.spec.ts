@@ -110,6 +110,12 @@ suite('Kubernetes manifests', () => {
           expect(errors).toEqual([]);
         });
 
+        it('fail closed: only the laptop overlay without the security component serves an open API (RSTAR_ALLOW_INSECURE)', () => {
+          const env = objs().find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'rstar-env') as unknown as { data: Record<string, string> };
+          expect(env.data.HOST).toBe('0.0.0.0');
+          expect(env.data.RSTAR_ALLOW_INSECURE ?? 'false').toBe(overlay.name === 'local' && !secured ? 'true' : 'false');
+        });
+
         it(`resources and probes on every container, pinned images, GPUs (${overlay.gpu ?? 'none'}) only on the engines and the trainer, no secrets`, () => {
           expect(ruleProblems(objs(), overlay.gpu)).toEqual([]);
           const gpuContainers = containersOf(objs()).filter((p) => Object.keys(gpuOf(p.container)).length);
