@@ -7,12 +7,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RstarEvent } from '@rstar/contracts';
 import { chainHash, EventStore } from '@rstar/event-store';
 import { JetStreamBus, securedBusOptionsFromEnv } from '@rstar/messaging';
-import { createRegrader } from '@rstar/replay';
+import { checkArchiveIntegrity, createRegrader } from '@rstar/replay';
 import { Archiver } from '@rstar/runtime';
 import { generateSecrets, producersOf, securityFromEnv, type GeneratedSecrets, type Principal } from '@rstar/security';
 import { createLogger } from '@rstar/telemetry';
 import { generateSyntheticRun, natsServerVersion, sampleEvent, startNatsServer, until, type NatsServerProcess } from '@rstar/testing';
-import { checkArchiveIntegrity } from '../../libs/cli/src/archive.integrity';
 
 const ROOT = resolve(__dirname, '../..');
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';

@@ -1,4 +1,3 @@
-import { Client } from 'pg';
 import { ids } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
 import { Archiver } from '@rstar/runtime';
@@ -8,6 +7,7 @@ import { securedSideBySide } from './secured-events';
 import { observabilitySideBySide } from './observability.side-by-side';
 import { makeEvents } from './bench.events';
 import { startBenchProducer } from './bench.producer';
+import { dropBenchSchemas, intArg } from './bench.args';
 
 /**
  * `pnpm bench events [--events N] [--producers P] [--batch B]`: end-to-end events/s (publish on JetStream ->
@@ -138,19 +138,7 @@ export async function run(args: string[]): Promise<object> {
       ...observability,
     };
   } finally {
-    const c = new Client({ connectionString: pgUrl });
-    await c.connect();
-    for (const s of dropSchemas) await c.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
-    await c.end();
+    await dropBenchSchemas(pgUrl, dropSchemas);
   }
-}
-
-
-function intArg(args: string[], name: string, dflt: number): number {
-  const i = args.indexOf(name);
-  if (i < 0) return dflt;
-  const v = Number(args[i + 1]);
-  if (!Number.isInteger(v) || v < 1) throw new Error(`${name} must be a positive integer, got "${args[i + 1]}"`);
-  return v;
 }
 

@@ -1,10 +1,10 @@
-import { Client } from 'pg';
 import { ids } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
 import { KafkaExporter } from '@rstar/kafka-export';
 import { createLogger } from '@rstar/telemetry';
 import { makeEvents } from './bench.events';
 import { startKafkaBroker } from '@rstar/testing';
+import { dropBenchSchemas, intArg } from './bench.args';
 
 /**
  * `pnpm bench kafka [--events N] [--runs R] [--batch B]`: does the Kafka export keep up with the archive?
@@ -85,17 +85,7 @@ export async function run(args: string[]): Promise<object> {
     await exporter.stop().catch(() => undefined);
     await store.close().catch(() => undefined);
     await kafka.destroy();
-    const c = new Client({ connectionString: pgUrl });
-    await c.connect();
-    await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await c.end();
+    await dropBenchSchemas(pgUrl, [schema]);
   }
 }
 
-function intArg(args: string[], name: string, dflt: number): number {
-  const i = args.indexOf(name);
-  if (i < 0) return dflt;
-  const v = Number(args[i + 1]);
-  if (!Number.isInteger(v) || v < 1) throw new Error(`${name} must be a positive integer, got "${args[i + 1]}"`);
-  return v;
-}

@@ -1,6 +1,6 @@
-import { Client } from 'pg';
 import { createLogger } from '@rstar/telemetry';
 import { securedSideBySide } from './secured-events';
+import { dropBenchSchemas, intArg } from './bench.args';
 
 /**
  * `pnpm bench security [--events N] [--producers P] [--batch B]`: only the security overhead of the event
@@ -21,17 +21,7 @@ export async function run(args: string[]): Promise<object> {
     const figures = await securedSideBySide({ n, producers, batch, pgUrl, tag, progress, quiet: createLogger('bench', { level: 'warn' }), dropSchemas });
     return { bench: 'security', events: n, producers, batch, ...figures };
   } finally {
-    const c = new Client({ connectionString: pgUrl });
-    await c.connect();
-    for (const s of dropSchemas) await c.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
-    await c.end();
+    await dropBenchSchemas(pgUrl, dropSchemas);
   }
 }
 
-function intArg(args: string[], name: string, dflt: number): number {
-  const i = args.indexOf(name);
-  if (i < 0) return dflt;
-  const v = Number(args[i + 1]);
-  if (!Number.isInteger(v) || v < 1) throw new Error(`${name} must be a positive integer, got "${args[i + 1]}"`);
-  return v;
-}

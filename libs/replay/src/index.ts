@@ -17,3 +17,4 @@ export * from './step.rerun';
 export * from './history.jsonl';
 export * from './replay.formatter';
 export * from './rerun.comparison';
+export * from './archive.integrity';

@@ -10,7 +10,7 @@ import {
 } from '@rstar/replay';
 import { REPO_ROOT, SandboxPool } from '@rstar/sandbox';
 import { builtinRetrainer, rerunStepStandalone, workerCheckpointChecker } from '@rstar/training';
-import { checkArchiveIntegrity, formatIntegrity, type IntegrityReport } from '../archive.integrity';
+import { checkArchiveIntegrity, formatIntegrity, type IntegrityReport } from '@rstar/replay';
 import { openArchive } from '../archive.source';
 import { CliInputError, RunEventsNotFoundError } from '../cli.errors';
 
