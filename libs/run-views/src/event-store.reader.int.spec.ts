@@ -3,7 +3,7 @@ import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeEvent, streams, type RstarEvent } from '@rstar/contracts';
 import { EventStore, formatChainReport } from '@rstar/event-store';
-import { formatVerifyReport, groupTable, indexRun, readHistory, rolloutTranscript, stepTable, verifyRun } from '@rstar/replay';
+import { checkArchiveIntegrity, formatIntegrity, formatVerifyReport, groupTable, indexRun, readHistory, rolloutTranscript, stepTable, verifyRun } from '@rstar/replay';
 import { EventStoreRunViews } from './event-store.reader';
 import { RunViewNotFoundError, RunViewQueryError } from './errors';
 import { followRun } from './live.follower';
@@ -96,14 +96,15 @@ describe('EventStoreRunViews over a real Postgres archive holding the golden run
   });
 
   it('the replay view prints the lines of `rstar replay verify --no-exec`', async () => {
-    // The archive's hash-chain line first, as the CLI prints it for an archived run.
-    const chain = formatChainReport(await store.verifyChain(RUN));
-    expect(chain).toMatch(/^hash chain: ok \(/);
+    // The archive's integrity lines first (hash chain, checkpoints), as the CLI prints them for an archived run.
+    const integrity = formatIntegrity(await checkArchiveIntegrity(store, RUN)).split('\n');
+    expect(integrity[0]).toMatch(/^hash chain: ok \(/);
+    expect(integrity[0]).toBe(formatChainReport(await store.verifyChain(RUN)));
     const r = await views.replay(RUN, {});
-    expect(r.verify.lines).toEqual([chain, ...formatVerifyReport(await verifyRun(events)).split('\n')]);
+    expect(r.verify.lines).toEqual([...integrity, ...formatVerifyReport(await verifyRun(events)).split('\n')]);
     expect(r.verify.chain.ok).toBe(true);
     const one = await views.replay(RUN, { step: 1 });
-    expect(one.verify.lines).toEqual([chain, ...formatVerifyReport(await verifyRun(events, { step: 1 })).split('\n')]);
+    expect(one.verify.lines).toEqual([...integrity, ...formatVerifyReport(await verifyRun(events, { step: 1 })).split('\n')]);
   });
 
   it('sandbox statistics count every tool call by status', async () => {

@@ -1,7 +1,7 @@
 import { EVENT_TYPES, ids as idsOf, streams, type EventType, type RstarEvent } from '@rstar/contracts';
-import { decodePosition, encodePosition, formatChainReport, type EventStore, type LogPosition } from '@rstar/event-store';
+import { decodePosition, encodePosition, type EventStore, type LogPosition } from '@rstar/event-store';
 import {
-  compareRerun, createRegrader, formatRerunComparison, formatVerifyReport, groupTable, indexRun, rolloutTranscript, stepTable, verifyRun,
+  checkArchiveIntegrity, compareRerun, createRegrader, formatIntegrity, formatRerunComparison, formatVerifyReport, groupTable, indexRun, rolloutTranscript, stepTable, verifyRun,
   type RegradeFn, type RunIndex,
 } from '@rstar/replay';
 import { ArchiveQueries, type ArchivedEvent, type RunHeadRow } from './archive.queries';
@@ -159,10 +159,10 @@ export class EventStoreRunViews implements RunViewReader {
         reruns.push({ ...r, comparison: null, lines: [], error: (e as Error).message });
       }
     }
-    // The archive's hash chain first, as `rstar replay verify` prints it for an archived run.
-    const chain = await this.store.verifyChain(runId);
-    const lines = [formatChainReport(chain), ...formatVerifyReport(report).split('\n')];
-    return { runId, verify: { report, chain, lines, step: opts.step ?? null }, reruns };
+    // The archive's integrity first (hash chain, signed checkpoints), as `rstar replay verify` prints it for an archived run.
+    const integrity = await checkArchiveIntegrity(this.store, runId);
+    const lines = [...formatIntegrity(integrity).split('\n'), ...formatVerifyReport(report).split('\n')];
+    return { runId, verify: { report, chain: integrity.chain, lines, step: opts.step ?? null }, reruns };
   }
 
   async sandbox(runId: string): Promise<SandboxStatsView> {
