@@ -66,8 +66,7 @@ export async function startService(module: Type | DynamicModule, service: string
   const port = Number(cfg.get('PORT'));
   const host = String(cfg.get('HOST') ?? '127.0.0.1');
   try {
-    const security = app.get<SecuritySettings>(SECURITY_SETTINGS, { strict: false });
-    checkExposure({ service, host, apiTokens: security.apiTokens.size, allowInsecure: cfg.get('RSTAR_ALLOW_INSECURE') === 'true' }, createLogger(service));
+    checkExposure({ service, host, apiTokens: apiTokenCount(app), allowInsecure: cfg.get('RSTAR_ALLOW_INSECURE') === 'true' }, createLogger(service));
   } catch (e) {
     await app.close().catch(() => undefined);
     throw e;
@@ -112,5 +111,17 @@ export async function runService(module: () => Type | DynamicModule, service: st
     const known = e instanceof ServiceConfigError || e instanceof PortInUseError;
     log.error(known ? (e as Error).message : 'failed to start', { err: e, ...(known ? { field: (e as RstarError).field } : { stack: (e as Error).stack }) });
     process.exit(known ? 2 : 1);
+  }
+}
+
+/**
+ * How many API tokens the app's security settings hold; 0 for an app composed without the security
+ * settings provider (a bare module), which therefore counts as open: fail closed beyond loopback.
+ */
+function apiTokenCount(app: INestApplication): number {
+  try {
+    return app.get<SecuritySettings>(SECURITY_SETTINGS, { strict: false }).apiTokens.size;
+  } catch {
+    return 0;
   }
 }
