@@ -8,6 +8,7 @@ import { EventStore } from '@rstar/event-store';
 import type { RegradeFn } from '@rstar/replay';
 import { REPO_ROOT } from '@rstar/sandbox';
 import { freeLocalPort, generateSyntheticRun, stopGroup, syntheticRunSteps } from '@rstar/testing';
+import { intArg } from './bench.args';
 
 const CHROMIUM = process.env.RSTAR_CHROMIUM ?? '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -38,12 +39,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
  * (RSTAR_DATABASE_URL, default postgres://rstar:rstar@127.0.0.1:5432/rstar).
  */
 export async function run(args: string[]): Promise<object> {
-  const opt = (name: string, dflt: number): number => {
-    const i = args.indexOf(`--${name}`);
-    const v = i >= 0 ? Number(args[i + 1]) : dflt;
-    if (!Number.isInteger(v) || v <= 0) throw new Error(`--${name} must be a positive integer, got "${args[i + 1]}"`);
-    return v;
-  };
+  const opt = (name: string, dflt: number): number => intArg(args, `--${name}`, dflt);
   const steps = opt('steps', 500);
   const prompts = opt('prompts', 25);
   const samples = opt('samples', 8);

@@ -2,6 +2,7 @@ import { createRegrader, indexRun, parseJsonl, toJsonl, verifyRun } from '@rstar
 import { generateSyntheticRun } from '@rstar/testing';
 import type { RstarEvent } from '@rstar/contracts';
 import { loadavg } from 'node:os';
+import { intArg } from './bench.args';
 
 /**
  * `pnpm bench replay [--prompts 512] [--samples 32] [--keep 16] [--chars 240]`: records one step of
@@ -14,12 +15,7 @@ import { loadavg } from 'node:os';
  * zod) on a slice, the cost of reading a history from a file. Goal: verify >= 5,000 rollouts/s.
  */
 export async function run(args: string[]): Promise<object> {
-  const opt = (name: string, dflt: number): number => {
-    const i = args.indexOf(`--${name}`);
-    const v = i >= 0 ? Number(args[i + 1]) : dflt;
-    if (!Number.isInteger(v) || v <= 0) throw new Error(`--${name} must be a positive integer, got "${args[i + 1]}"`);
-    return v;
-  };
+  const opt = (name: string, dflt: number): number => intArg(args, `--${name}`, dflt);
   const prompts = opt('prompts', 512);
   const samples = opt('samples', 32);
   const keep = opt('keep', 16);
