@@ -30,7 +30,7 @@ def main() -> int:
     from rstar_trainer.config import LossConfig
     from rstar_trainer.distributed import DistContext, pick_device
     from rstar_trainer.loss import ppo_token_loss
-    from rstar_trainer.packing import pack_sequences
+    from rstar_trainer.packing import pack_sequences, pad_sequences
     from rstar_trainer.policy import PolicyTrainer, attention_implementation, quiet_transformers, resolve_dtype
 
     quiet_transformers()
@@ -73,18 +73,8 @@ def main() -> int:
     packed_peak = peak()
     g_packed = {k: p.grad.detach().float().clone() for k, p in model.named_parameters() if p.grad is not None}
 
-    lens = [int(batch.seq_offsets[i + 1] - batch.seq_offsets[i]) for i in range(n)]
-    L = max(lens)
-    ids = torch.zeros(n, L, dtype=torch.long)
-    attn = torch.zeros(n, L, dtype=torch.long)
-    mask = torch.zeros(n, L)
-    old = torch.zeros(n, L)
-    for i in range(n):
-        t, lm, lp, _ = batch.sequence(i)
-        ids[i, : lens[i]] = torch.from_numpy(t)
-        attn[i, : lens[i]] = 1
-        mask[i, : lens[i]] = torch.from_numpy(lm.astype(np.float32))
-        old[i, : lens[i]] = torch.from_numpy(lp.astype(np.float32))
+    ids, attn, mask, old = pad_sequences(batch)
+    L = ids.shape[1]
     ids, attn, mask, old = ids.to(device), attn.to(device), mask.to(device), old.to(device)
     model.zero_grad(set_to_none=True)
     # The padded reference runs with SDPA and a padding mask (flash-attention would need unpadding).
@@ -106,7 +96,7 @@ def main() -> int:
     ok = loss_diff <= tol and worst <= tol and g_packed.keys() == g_padded.keys()
     print(json.dumps({"check": "packed-vs-padded", "ok": ok, "device": str(device), "dtype": str(dtype).replace("torch.", ""),
                       "attentionPacked": attention_implementation(device, dtype), "attentionPadded": "sdpa",
-                      "sequences": n, "tokens": int(sum(lens)), "paddedTokens": n * L, "lossPacked": float(packed.detach()), "lossPadded": float(padded.detach()),
+                      "sequences": n, "tokens": int(attn.sum()), "paddedTokens": n * L, "lossPacked": float(packed.detach()), "lossPadded": float(padded.detach()),
                       "lossDiff": loss_diff, "gradMaxDiffRelative": worst, "tolerance": tol,
                       "peakGiBPacked": packed_peak, "peakGiBPadded": padded_peak}), flush=True)
     return 0 if ok else 1

@@ -130,3 +130,27 @@ def filler_pack(token_ids: np.ndarray, seq_offsets: np.ndarray) -> PackedArrays:
     ids = token_ids[a : a + 2].astype(np.int64)
     return PackedArrays(seqs=[], ids=ids, pos=np.arange(2, dtype=np.int64), rows=np.zeros(1, dtype=np.int64),
                         targets=ids[1:2].copy(), old=np.zeros(1), adv=np.zeros(1), counts=[])
+
+
+def pad_sequences(batch) -> tuple["torch.Tensor", "torch.Tensor", "torch.Tensor", "torch.Tensor"]:
+    """The whole batch as padded [B, L] tensors (CPU): token ids, attention mask (1 on real tokens), loss mask
+    and old logprobs (float32), each sequence left-aligned and zero-padded to the longest. The padded
+    reference that packed batches are checked against (tests/test_packing.py, gpu-check/trainer_packing_check.py);
+    the trainer itself never pads."""
+    import torch
+
+    n = len(batch.seq_offsets) - 1
+    lens = [int(batch.seq_offsets[i + 1] - batch.seq_offsets[i]) for i in range(n)]
+    width = max(lens)
+    ids = torch.zeros(n, width, dtype=torch.long)
+    attn = torch.zeros(n, width, dtype=torch.long)
+    mask = torch.zeros(n, width)
+    old = torch.zeros(n, width)
+    for i in range(n):
+        t, lm, lp, _ = batch.sequence(i)
+        ids[i, : lens[i]] = torch.from_numpy(t)
+        attn[i, : lens[i]] = 1
+        mask[i, : lens[i]] = torch.from_numpy(lm.astype(np.float32))
+        old[i, : lens[i]] = torch.from_numpy(lp.astype(np.float32))
+    return ids, attn, mask, old
+

@@ -9,7 +9,7 @@ from rstar_trainer.batch import read_batch_bytes, write_v2
 from rstar_trainer.config import LossConfig
 from rstar_trainer.distributed import DistContext
 from rstar_trainer.loss import ppo_token_loss
-from rstar_trainer.packing import balance_ranks, pack_sequences, plan_micro_batches, split_to_count
+from rstar_trainer.packing import balance_ranks, pack_sequences, pad_sequences, plan_micro_batches, split_to_count
 from rstar_trainer.policy import PolicyTrainer
 
 from conftest import random_sequences
@@ -91,18 +91,8 @@ def test_packed_equals_padded_loss_and_gradients(tiny_model):
     g_packed = _grads(model)
 
     # Padded: a [B, L] batch with an attention mask and full-vocabulary logits, written out here.
-    lens = [int(batch.seq_offsets[i + 1] - batch.seq_offsets[i]) for i in range(n)]
-    L = max(lens)
-    ids = torch.zeros(n, L, dtype=torch.long)
-    attn = torch.zeros(n, L, dtype=torch.long)
-    mask = torch.zeros(n, L)
-    old = torch.zeros(n, L)
-    for i in range(n):
-        t, lm, lp, _ = batch.sequence(i)
-        ids[i, : lens[i]] = torch.from_numpy(t)
-        attn[i, : lens[i]] = 1
-        mask[i, : lens[i]] = torch.from_numpy(lm.astype(np.float32))
-        old[i, : lens[i]] = torch.from_numpy(lp.astype(np.float32))
+    ids, attn, mask, old = pad_sequences(batch)
+    L = ids.shape[1]
     model.zero_grad(set_to_none=True)
     logits = model(input_ids=ids, attention_mask=attn, use_cache=False).logits[:, :-1].float() / cfg.temperature
     lsm = torch.log_softmax(logits, -1)
