@@ -185,6 +185,21 @@ export const GroupResampledData = z.object({
   groupDropped: z.enum(['all_equal', 'timeout']).nullable(),
   received: z.number().int().nonnegative(),
   expected: z.number().int().positive(),
+  /**
+   * Why a group timed out (optional, added without a version bump; only with `groupDropped: 'timeout'`, absent
+   * in runs recorded before it): its budget and how long the resampler waited (s), the requested rollouts still
+   * missing their RolloutCompleted or RewardAssigned, the expected ones never requested, and the one-line
+   * reason `groupTimeoutReason` makes of them.
+   */
+  timeout: z
+    .object({
+      budgetS: z.number().positive(),
+      waitedS: z.number().nonnegative(),
+      missing: z.array(z.object({ rolloutId: z.string(), waitingFor: z.enum(['completion', 'reward']) })),
+      unseen: z.number().int().nonnegative(),
+      reason: z.string(),
+    })
+    .optional(),
 });
 
 export const StepOptimizedData = z.object({

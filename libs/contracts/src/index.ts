@@ -7,3 +7,4 @@ export * from './upcast';
 export * from './run-config';
 export * from './json-schema';
 export * from './tool-call.data';
+export * from './group-timeout';

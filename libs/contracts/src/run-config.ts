@@ -100,8 +100,18 @@ export const RunConfigSchema = z.strictObject({
     .strictObject({
       enabled: z.boolean().default(true),
       mode: z.enum(['weighted', 'topk']).default('weighted'),
-      /** Seconds the resampler waits for a group's 2G rewards before recording a timeout. */
-      groupTimeoutS: z.number().positive().default(600),
+      /**
+       * Seconds the resampler waits for a group's 2G rewards before recording a timeout: an explicit override
+       * of the per-stage budget (`groupTimeoutBudgetS`, which scales with the stage's maxResponseTokens).
+       * Absent = that budget; absent rather than defaulted so that configs without it stay byte-identical.
+       */
+      groupTimeoutS: z.number().positive().optional(),
+      /**
+       * Dynamic sampling (DAPO): at most this many extra groups per step, drawn from the next prompts of the
+       * step's seeded prompt order, to replace groups GRPO-RoC drops because all their rewards are equal,
+       * until the step holds `promptsPerStep` kept groups. Absent = 0 (no refill, today's behaviour).
+       */
+      maxExtraGroups: z.number().int().min(0).optional(),
     })
     .prefault({}),
   tool: z

@@ -1,4 +1,4 @@
-import type { EventData } from '@rstar/contracts';
+import { groupTimeoutReason, type EventData } from '@rstar/contracts';
 import { resampleGroup, rocPenalties, type GroupRollout, type ResampleMode, type RolloutCounters } from '@rstar/grpo';
 
 /** How a group is resampled: from `RolloutRequested.resample`, else the resampler's defaults. */
@@ -117,10 +117,14 @@ export class GroupCollector {
 
   /** Rollouts with both counters and reward, in sample order (id order when the index is unknown). */
   private ready(g: GroupState): GroupRollout[] {
-    const ids = [...g.rewards.keys()].filter((id) => g.counters.has(id));
-    const idx = (id: string) => g.sampleIdx.get(id) ?? Number(id.split(':').pop());
-    ids.sort((a, b) => idx(a) - idx(b) || (a < b ? -1 : a > b ? 1 : 0));
+    const ids = this.inSampleOrder(g, [...g.rewards.keys()].filter((id) => g.counters.has(id)));
     return ids.map((id) => ({ rolloutId: id, reward: g.rewards.get(id)!, ...g.counters.get(id)! }));
+  }
+
+  /** `ids` sorted by sample index (id order when the index is unknown or tied). */
+  private inSampleOrder(g: GroupState, ids: string[]): string[] {
+    const idx = (id: string) => g.sampleIdx.get(id) ?? Number(id.split(':').pop());
+    return ids.sort((a, b) => idx(a) - idx(b) || (a < b ? -1 : a > b ? 1 : 0));
   }
 
   private decideComplete(g: GroupState): GroupDecision | null {
@@ -146,6 +150,11 @@ export class GroupCollector {
     if (nowMs - g.firstSeenMs < timeoutS * 1000) return null;
     const rollouts = this.ready(g);
     const seen = new Set([...g.sampleIdx.keys(), ...g.counters.keys(), ...g.rewards.keys()]);
+    const expected = policy?.expected ?? Math.max(1, seen.size);
+    const ready = new Set(rollouts.map((x) => x.rolloutId));
+    const missing = this.inSampleOrder(g, [...seen].filter((id) => !ready.has(id)))
+      .map((rolloutId) => ({ rolloutId, waitingFor: g.counters.has(rolloutId) ? ('reward' as const) : ('completion' as const) }));
+    const facts = { budgetS: timeoutS, waitedS: Math.floor((nowMs - g.firstSeenMs) / 1000), expected, received: rollouts.length, missing, unseen: Math.max(0, expected - seen.size) };
     return {
       runId: g.runId,
       data: {
@@ -153,7 +162,8 @@ export class GroupCollector {
         kept: [], dropped: [...seen].sort(),
         penalties: rollouts.map((x) => ({ rolloutId: x.rolloutId, ...rocPenalties(x) })),
         rewards: Object.fromEntries(rollouts.map((x) => [x.rolloutId, x.reward])),
-        groupDropped: 'timeout', received: rollouts.length, expected: policy?.expected ?? Math.max(1, seen.size),
+        groupDropped: 'timeout', received: rollouts.length, expected,
+        timeout: { budgetS: facts.budgetS, waitedS: facts.waitedS, missing, unseen: facts.unseen, reason: groupTimeoutReason(facts) },
       },
     };
   }

@@ -97,6 +97,23 @@ describe('GroupCollector', () => {
     expect(d.data.kept).toEqual([]);
     expect(d.data.received).toBe(3);
     expect(d.data.expected).toBe(8);
+    // The event says why: what the group still waited for, against which budget.
+    expect(d.data.timeout).toMatchObject({ budgetS: 60, waitedS: 60, unseen: 5, missing: [] });
+    expect(d.data.timeout!.reason).toBe('no rewards for 5 of 8 rollouts after 60 s (budget 60 s): 5 never requested');
+  });
+
+  it('given requested rollouts without completion or reward at the timeout, then each is named with what it waits for', () => {
+    const c = new GroupCollector();
+    const events = allEvents();
+    // Rollout 1: requested only; rollout 2: requested and completed, no reward; the rest complete.
+    feed(c, events.filter((e) => !((e.type !== 'RolloutRequested' && e.data.rolloutId.endsWith(':1')) || (e.type === 'RewardAssigned' && e.data.rolloutId.endsWith(':2')))), 0);
+    const [d] = c.decisions(61_000);
+    expect(d.data.received).toBe(6);
+    expect(d.data.timeout!.missing).toEqual([
+      { rolloutId: ids.rollout(RUN, 0, 0, 1), waitingFor: 'completion' },
+      { rolloutId: ids.rollout(RUN, 0, 0, 2), waitingFor: 'reward' },
+    ]);
+    expect(d.data.timeout!.reason).toBe('no rewards for 2 of 8 rollouts after 61 s (budget 60 s): 1 without RolloutCompleted [1], 1 without RewardAssigned [2]');
   });
 
   it('given no resample field, then the defaults decide; with no defaults, then it waits', () => {

@@ -1,9 +1,9 @@
-import { parseRunConfig, type RstarEvent, type RunConfig } from '@rstar/contracts';
+import { groupTimeoutBudgetS, parseRunConfig, type RstarEvent, type RunConfig } from '@rstar/contracts';
 import type { Runtime } from '@rstar/runtime';
 import { createEngines, startBuiltinEngine, type BuiltinEngine } from '@rstar/engines';
 import { ReplayError, compareRerun, indexRun, rerunStep, type RerunComparison, type RerunPlan } from '@rstar/replay';
 import { SandboxPool } from '@rstar/sandbox';
-import { readRunEvents } from '@rstar/step-driver';
+import { readRunEvents, stageOf } from '@rstar/step-driver';
 import { startRolloutServices, type RolloutServices } from './rollout-services.starter';
 import { policyCheckpointOf } from './step.retrainer';
 
@@ -21,7 +21,7 @@ export interface StandaloneRerunOptions {
   runtime: Runtime;
   /** Sandbox zygotes (default 2). */
   sandboxWorkers?: number;
-  /** Give up waiting for the step's groups after this long (default: the run's `roc.groupTimeoutS` + 120 s). */
+  /** Give up waiting for the step's groups after this long (default: the groups' recorded time budget, else the step's `groupTimeoutBudgetS`, + 120 s). */
   timeoutMs?: number;
   onLine?: (line: string) => void;
 }
@@ -90,7 +90,9 @@ export async function rerunStepStandalone(o: StandaloneRerunOptions): Promise<St
     });
     say(`rerun ${plan.runId} of run ${o.runId} step ${o.step}: ${requests.length} rollouts in ${groups.size} groups on policy version ${version} (${checkpoint})`);
     await bus.publish(plan.events);
-    const timeoutMs = o.timeoutMs ?? config.roc.groupTimeoutS * 1000 + 120_000;
+    // The resampler times each group out after the budget its requests carry; wait a little longer than that.
+    const budgetS = Math.max(0, ...requests.map((e) => e.data.resample?.timeoutS ?? 0)) || groupTimeoutBudgetS(config, stageOf(config, o.step).stage);
+    const timeoutMs = o.timeoutMs ?? budgetS * 1000 + 120_000;
     const t0 = Date.now();
     let shown = -1;
     while (resampled.size < groups.size) {

@@ -1,11 +1,12 @@
 import { join } from 'node:path';
-import { ids, makeEvent, streams, type EventData, type RstarEvent, type RunConfig, RstarError } from '@rstar/contracts';
+import { groupTimeoutBudgetS, ids, makeEvent, streams, type EventData, type RstarEvent, type RunConfig, RstarError } from '@rstar/contracts';
 import type { EventBus, Subscription } from '@rstar/messaging';
 import { buildTrainingBatch, type BatchGroup } from '@rstar/grpo';
 import type { PromptSource, RunEventSource, Trainer, TrainStepMetrics, WeightSync } from './ports';
 import { pickPrompts, samplingSeed, stageOf, totalSteps } from './step.plan';
 import { resumePoint, type ResumePoint } from './run.resume';
 import { StepCollector } from './step.collector';
+import { GroupRefill } from './group.refill';
 import { stepMetrics } from './step.metrics';
 import { recordStepMetrics } from './step.prometheus';
 import { inSpan, linksTo, SpanKind, startSpan, traceparentOfSpan, withoutActiveSpan, type Span } from '@rstar/telemetry';
@@ -158,13 +159,20 @@ export class OptimizationHandler {
       ? new Set(Array.from({ length: prompts.size }, (_, i) => i).filter((i) => resume.solvedPromptIds.has(prompts.get(i).promptId)))
       : undefined;
     const picked = pickPrompts({ runSeed: config.seed, step, poolSize: prompts.size, count: stage.promptsPerStep, exclude });
+    // Dynamic sampling (group.refill.ts): the prompts after `picked` in the same seeded order, for extra groups.
+    const maxExtraGroups = config.roc.maxExtraGroups ?? 0;
+    const extraPoolIdx = maxExtraGroups > 0
+      ? pickPrompts({ runSeed: config.seed, step, poolSize: prompts.size, count: stage.promptsPerStep + maxExtraGroups, exclude }).slice(picked.length)
+      : [];
+    const refill = new GroupRefill({ runId, step, base: picked.length, extraPoolIdx, maxExtraGroups });
     const policyVersion = trainer.version;
     const samples = stage.groupSize * stage.oversample;
     const groupIds = picked.map((_, promptIdx) => ids.group(runId, step, promptIdx));
     const started = this.event('StepStarted', streams.step(runId, step), stepKey, {
       step, stage: stage.name, promptIds: picked.map((i) => prompts.get(i).promptId), policyVersion,
     });
-    const requests = picked.flatMap((poolIdx, promptIdx) => {
+    const timeoutS = groupTimeoutBudgetS(config, stage);
+    const requestsOf = (poolIdx: number, promptIdx: number) => {
       const p = prompts.get(poolIdx);
       return Array.from({ length: samples }, (_, sampleIdx) => {
         const rolloutId = ids.rollout(runId, step, promptIdx, sampleIdx);
@@ -177,26 +185,25 @@ export class OptimizationHandler {
             tool: config.tool.name, policyVersion, ...this.deps.rolloutExtras,
             resample: {
               expected: samples, keep: stage.groupSize, mode: config.roc.enabled ? config.roc.mode : 'none',
-              runSeed: config.seed, timeoutS: config.roc.groupTimeoutS,
+              runSeed: config.seed, timeoutS,
             },
           },
         });
       });
-    });
+    };
+    const requests = picked.flatMap((poolIdx, promptIdx) => requestsOf(poolIdx, promptIdx));
     await this.bus.publish(started);
-    for (const req of requests) {
-      const d = req.data;
-      const span = startSpan('rollout', {
-        root: true, kind: SpanKind.PRODUCER, links: [{ context: stepSpan.spanContext() }],
-        attributes: { 'rstar.run.id': runId, 'rstar.step': step, 'rstar.rollout.id': d.rolloutId, 'rstar.group.id': d.groupId, 'rstar.prompt.id': d.promptId },
-      });
-      req.meta.traceparent = traceparentOfSpan(span) ?? req.meta.traceparent;
-      span.end();
-    }
-    // Outside the step's span, so each request keeps the trace of its own rollout.
-    await withoutActiveSpan(() => this.bus.publish(requests));
+    await this.publishRequests(requests, stepSpan);
 
-    while (!this.collector.complete(groupIds)) {
+    for (;;) {
+      // Refill hook (group.refill.ts): extra groups for those dropped as all-equal; none when maxExtraGroups is 0.
+      const extra = refill.due(this.collector.groups);
+      if (extra.length > 0) {
+        groupIds.push(...extra.map((g) => g.groupId));
+        await this.publishRequests(extra.flatMap((g) => requestsOf(g.poolIdx, g.promptIdx)), stepSpan);
+        continue;
+      }
+      if (this.collector.complete(groupIds)) break;
       if (this.stopped) throw new RunStoppedError(step);
       if (this.collector.failed) throw new RunAbortedError(step, this.collector.failed.error);
       await this.collector.changed();
@@ -253,10 +260,29 @@ export class OptimizationHandler {
     timings.step = this.now() - t0;
     const metrics = stepMetrics({ groups, rollouts: this.collector.rollouts, train, timings, policyVersion: trainer.version });
     metrics.batchTokens = batch.tokens;
+    Object.assign(metrics, refill.metrics(groups));
     await this.emit('StepCompleted', streams.step(runId, step), stepKey, { step, stage: stage.name, metrics });
     recordStepMetrics(runId, stage.name, step, metrics);
     this.collector.forget(groupIds);
     return { step, stage: stage.name, metrics };
+  }
+
+  /**
+   * Publish a step's `RolloutRequested` events, each in a producer span `rollout` of its own trace linked to
+   * the step's span, published outside the step's span so that each keeps the trace of its own rollout.
+   */
+  private async publishRequests(requests: RstarEvent<'RolloutRequested'>[], stepSpan: Span): Promise<void> {
+    const { runId } = this.deps;
+    for (const req of requests) {
+      const d = req.data;
+      const span = startSpan('rollout', {
+        root: true, kind: SpanKind.PRODUCER, links: [{ context: stepSpan.spanContext() }],
+        attributes: { 'rstar.run.id': runId, 'rstar.step': d.step, 'rstar.rollout.id': d.rolloutId, 'rstar.group.id': d.groupId, 'rstar.prompt.id': d.promptId },
+      });
+      req.meta.traceparent = traceparentOfSpan(span) ?? req.meta.traceparent;
+      span.end();
+    }
+    await withoutActiveSpan(() => this.bus.publish(requests));
   }
 
   private event<T extends 'StepStarted' | 'StepOptimized' | 'PolicyUpdated' | 'StepCompleted' | 'RunStarted' | 'RunCompleted' | 'RunFailed'>(

@@ -138,6 +138,58 @@ describe('OptimizationHandler on the in-process bus', () => {
     expect(rp.policy?.version).toBe(3);
   });
 
+  it('given all-equal groups and maxExtraGroups, then extra groups from the next seeded prompts refill the step, bounded', async () => {
+    bus = new InProcessBus({ subjectPrefix: 'opt4' });
+    const requested: RstarEvent<'RolloutRequested'>[] = [];
+    await bus.subscribe({ durable: 'req', types: ['RolloutRequested'], handler: async (e) => void requested.push(e as RstarEvent<'RolloutRequested'>) });
+    // Prompts 0 and 2 of every step: all rewards equal (dropped); every other prompt index keeps its group.
+    await fakeWorkers(bus, (s, p) => (p === 0 || p === 2 ? 1 : s % 2 === 0 ? 1 : 0));
+    const resampler = new ResamplingHandler(bus, { sweepMs: 60_000 });
+    await resampler.start();
+    const refillConfig = parseRunConfig({ seed: 5, roc: { maxExtraGroups: 1 }, stages: [{ name: 's1', steps: 1, promptsPerStep: 2, groupSize: 2, maxResponseTokens: 32, lr: 1e-3 }] });
+    const trainer = new ReferenceTrainer();
+    const h = new OptimizationHandler(bus, { config: refillConfig, runId: 'run-refill', prompts, trainer, engines: [], checkpointDir: '/tmp/c' });
+    const summary = await h.run();
+    await h.stop();
+    await resampler.stop();
+    // Prompt 0 dropped -> extra group 2 asked for; it drops too, but maxExtraGroups = 1 bounds the refill.
+    const groups = [...new Set(requested.map((e) => e.data.groupId))];
+    expect(groups).toEqual(['group:run-refill:0:0', 'group:run-refill:0:1', 'group:run-refill:0:2']);
+    const seeded = pickPrompts({ runSeed: 5, step: 0, poolSize: prompts.size, count: 3 });
+    expect(requested.filter((e) => e.data.promptIdx === 2).map((e) => e.data.promptId)).toEqual([`p${seeded[2]}`, `p${seeded[2]}`, `p${seeded[2]}`, `p${seeded[2]}`]);
+    expect(summary.history[0].metrics).toMatchObject({ extraGroups: 1, extraGroupsCap: 1, keptGroups: 1, groups: 3 });
+    expect(trainer.batches[0].sequences).toHaveLength(2);
+  });
+
+  it('given maxExtraGroups 2 and one all-equal group, then one extra group fills the step to its kept count', async () => {
+    bus = new InProcessBus({ subjectPrefix: 'opt5' });
+    await fakeWorkers(bus, (s, p) => (p === 0 ? 0 : s % 2 === 0 ? 1 : 0));
+    const resampler = new ResamplingHandler(bus, { sweepMs: 60_000 });
+    await resampler.start();
+    const refillConfig = parseRunConfig({ seed: 5, roc: { maxExtraGroups: 2 }, stages: [{ name: 's1', steps: 1, promptsPerStep: 2, groupSize: 2, maxResponseTokens: 32, lr: 1e-3 }] });
+    const trainer = new ReferenceTrainer();
+    const h = new OptimizationHandler(bus, { config: refillConfig, runId: 'run-refill2', prompts, trainer, engines: [], checkpointDir: '/tmp/c' });
+    const summary = await h.run();
+    await h.stop();
+    await resampler.stop();
+    expect(summary.history[0].metrics).toMatchObject({ extraGroups: 1, extraGroupsCap: 2, keptGroups: 2, groups: 3 });
+    expect(trainer.batches[0].sequences).toHaveLength(4); // two kept groups of G = 2
+  });
+
+  it('given no maxExtraGroups, then the step metrics carry no refill figures', async () => {
+    bus = new InProcessBus({ subjectPrefix: 'opt6' });
+    await fakeWorkers(bus, (s, p) => (p === 0 ? 0 : s % 2 === 0 ? 1 : 0));
+    const resampler = new ResamplingHandler(bus, { sweepMs: 60_000 });
+    await resampler.start();
+    const plain = parseRunConfig({ seed: 5, stages: [{ name: 's1', steps: 1, promptsPerStep: 2, groupSize: 2, maxResponseTokens: 32, lr: 1e-3 }] });
+    const h = new OptimizationHandler(bus, { config: plain, runId: 'run-plain', prompts, trainer: new ReferenceTrainer(), engines: [], checkpointDir: '/tmp/c' });
+    const summary = await h.run();
+    await h.stop();
+    await resampler.stop();
+    expect(summary.history[0].metrics.groups).toBe(2);
+    expect(Object.keys(summary.history[0].metrics).filter((k) => /extra|keptGroups/.test(k))).toEqual([]);
+  });
+
   it('given a log with step 0 completed and step 1 optimized, then a resumed driver runs step 1 without training it again', async () => {
     bus = new InProcessBus({ subjectPrefix: 'opt2' });
     const log = await record(bus);
