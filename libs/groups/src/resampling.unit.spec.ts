@@ -106,7 +106,8 @@ describe('GroupCollector', () => {
     const c = new GroupCollector();
     const events = allEvents();
     // Rollout 1: requested only; rollout 2: requested and completed, no reward; the rest complete.
-    feed(c, events.filter((e) => !((e.type !== 'RolloutRequested' && e.data.rolloutId.endsWith(':1')) || (e.type === 'RewardAssigned' && e.data.rolloutId.endsWith(':2')))), 0);
+    const id = (e: RstarEvent) => (e.data as { rolloutId: string }).rolloutId;
+    feed(c, events.filter((e) => !((e.type !== 'RolloutRequested' && id(e).endsWith(':1')) || (e.type === 'RewardAssigned' && id(e).endsWith(':2')))), 0);
     const [d] = c.decisions(61_000);
     expect(d.data.received).toBe(6);
     expect(d.data.timeout!.missing).toEqual([

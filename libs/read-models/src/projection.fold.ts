@@ -148,7 +148,7 @@ function newStep(runId: string, step: number): StepState {
 function newGroup(runId: string, groupId: string, step: number): GroupState {
   return {
     groupId, runId, step, promptIdx: tail(groupId), promptId: null, resampled: false, mode: null, seed: null, received: null, expected: null,
-    groupDropped: null, kept: null, dropped: null, penalties: null, resampledRewards: null,
+    groupDropped: null, kept: null, dropped: null, penalties: null, resampledRewards: null, timeout: null,
   };
 }
 
@@ -301,7 +301,7 @@ export function foldEvents(w: Working, events: readonly ArchivedEvent[]): FoldRe
         const g = group(e.runId, d.groupId, d.step);
         Object.assign(g, {
           resampled: true, mode: d.mode, seed: d.seed, received: d.received, expected: d.expected, groupDropped: d.groupDropped,
-          kept: d.kept, dropped: d.dropped, penalties: d.penalties, resampledRewards: d.rewards,
+          kept: d.kept, dropped: d.dropped, penalties: d.penalties, resampledRewards: d.rewards, timeout: d.timeout ?? null,
         });
         g.promptId ??= d.promptId;
         break;

@@ -132,10 +132,13 @@ export class ReadModelRepository {
 
   /**
    * The run's group table (replay's `groupTable`): groups in (step, prompt) order, members in sample order,
-   * advantages recomputed from the recorded rewards of the kept rollouts. `step` / `groupId` narrow it.
+   * advantages recomputed from the recorded rewards of the kept rollouts. `step` / `groupId` / `dropped` narrow it.
    */
-  async groupTable(runId: string, opts: { step?: number; groupId?: string } = {}): Promise<GroupRow[]> {
-    const where = { runId, ...(opts.step !== undefined ? { step: opts.step } : {}), ...(opts.groupId !== undefined ? { groupId: opts.groupId } : {}) };
+  async groupTable(runId: string, opts: { step?: number; groupId?: string; dropped?: 'all_equal' | 'timeout' } = {}): Promise<GroupRow[]> {
+    const where = {
+      runId, ...(opts.step !== undefined ? { step: opts.step } : {}), ...(opts.groupId !== undefined ? { groupId: opts.groupId } : {}),
+      ...(opts.dropped !== undefined ? { groupDropped: opts.dropped } : {}),
+    };
     const groups = await this.ds.getRepository(GroupEntity).find({ where, order: { step: 'ASC', promptIdx: 'ASC', groupId: 'ASC' } });
     if (!groups.length) return [];
     const members = await this.ds.getRepository(RolloutEntity).find({ where: { groupId: In(groups.map((g) => g.groupId)) } });

@@ -86,6 +86,7 @@ export function toGroupRow(g: GroupEntity, rollouts: RolloutEntity[]): GroupRow 
     received: g.received,
     expected: g.expected ?? rollouts.map((r) => r.resampleExpected).find((x) => x !== null) ?? null,
     groupDropped: g.groupDropped,
+    timeout: g.timeout ?? null,
     pending: !g.resampled,
     kept: keptIds.length,
     positives: members.filter((m) => (m.reward ?? 0) > 0).length,

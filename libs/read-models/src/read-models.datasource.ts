@@ -7,6 +7,7 @@ import { RunEntity } from './entities/run.entity';
 import { StepEntity } from './entities/step.entity';
 import { ToolCallEntity } from './entities/tool-call.entity';
 import { ReadModels1764547200000 } from './migrations/1764547200000-read-models.migration';
+import { GroupTimeout1764633600000 } from './migrations/1764633600000-group-timeout.migration';
 
 /** A bad read-model option; `field` names it. */
 export class ReadModelsConfigError extends RstarError {
@@ -18,7 +19,7 @@ export class ReadModelsConfigError extends RstarError {
 /** Every read-model entity (typeorm). */
 export const READ_MODEL_ENTITIES = [RunEntity, StepEntity, GroupEntity, RolloutEntity, ToolCallEntity, ProjectionCheckpointEntity];
 /** Every read-model migration, oldest first. */
-export const READ_MODEL_MIGRATIONS = [ReadModels1764547200000];
+export const READ_MODEL_MIGRATIONS = [ReadModels1764547200000, GroupTimeout1764633600000];
 /** The read-model tables (without the checkpoints), in the order a rebuild empties them. */
 export const READ_MODEL_TABLES = ['runs', 'steps', 'groups', 'rollouts', 'tool_calls'] as const;
 

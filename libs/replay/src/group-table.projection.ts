@@ -1,3 +1,4 @@
+import type { EventData } from '@rstar/contracts';
 import { groupAdvantages } from '@rstar/grpo';
 import type { RunIndex } from './run.index';
 
@@ -24,6 +25,8 @@ export interface GroupRow {
   received: number | null;
   expected: number | null;
   groupDropped: 'all_equal' | 'timeout' | null;
+  /** Why the group timed out: its budget, the wait, what was missing and the one-line reason (null otherwise, and for runs recorded before it). */
+  timeout: NonNullable<EventData<'GroupResampled'>['timeout']> | null;
   /** Not yet resampled (no GroupResampled recorded). */
   pending: boolean;
   kept: number;
@@ -32,11 +35,12 @@ export interface GroupRow {
 }
 
 /**
- * Project the group table (pure). `step` limits it to one step; groups come in (step, prompt) order,
+ * Project the group table (pure). `step` limits it to one step, `groupId` to one group, `dropped` to the
+ * groups dropped for that reason; groups come in (step, prompt) order,
  * members in sample order. Advantages are recomputed from the recorded rewards with `groupAdvantages`,
  * exactly as the step driver builds its batch.
  */
-export function groupTable(ix: RunIndex, opts: { step?: number; groupId?: string } = {}): GroupRow[] {
+export function groupTable(ix: RunIndex, opts: { step?: number; groupId?: string; dropped?: 'all_equal' | 'timeout' } = {}): GroupRow[] {
   const rows: GroupRow[] = [];
   for (const s of ix.steps) {
     if (opts.step !== undefined && s.step !== opts.step) continue;
@@ -44,6 +48,7 @@ export function groupTable(ix: RunIndex, opts: { step?: number; groupId?: string
       if (opts.groupId !== undefined && gid !== opts.groupId) continue;
       const g = ix.groups.get(gid)!;
       const rs = g.resampled;
+      if (opts.dropped !== undefined && rs?.groupDropped !== opts.dropped) continue;
       const keptIds = rs?.kept ?? [];
       const adv = groupAdvantages(keptIds.map((id) => rs!.rewards[id] ?? 0)).advantages;
       const advOf = new Map(keptIds.map((id, i) => [id, adv[i]]));
@@ -72,6 +77,7 @@ export function groupTable(ix: RunIndex, opts: { step?: number; groupId?: string
         received: rs?.received ?? null,
         expected: rs?.expected ?? g.rolloutIds.map((id) => ix.rollouts.get(id)!.requested?.resample?.expected).find((x) => x !== undefined) ?? null,
         groupDropped: rs?.groupDropped ?? null,
+        timeout: rs?.timeout ?? null,
         pending: !rs,
         kept: keptIds.length,
         positives: members.filter((m) => (m.reward ?? 0) > 0).length,

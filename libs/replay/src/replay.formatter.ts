@@ -41,7 +41,8 @@ export function formatStepTable(rows: readonly StepRow[]): string {
 export function formatGroupTable(rows: readonly GroupRow[]): string {
   return rows
     .map((g) => {
-      const head = `${g.groupId}  prompt ${g.promptId ?? '-'}  ${g.pending ? 'PENDING' : g.groupDropped ? `DROPPED (${g.groupDropped})` : `kept ${g.kept}`}  positives ${g.positives}/${g.members.length}  mode ${g.mode ?? '-'}  seed ${g.seed || '-'}`;
+      const head = `${g.groupId}  prompt ${g.promptId ?? '-'}  ${g.pending ? 'PENDING' : g.groupDropped ? `DROPPED (${g.groupDropped})` : `kept ${g.kept}`}  positives ${g.positives}/${g.members.length}  mode ${g.mode ?? '-'}  seed ${g.seed || '-'}` +
+        (g.timeout ? `\ntimeout: ${g.timeout.reason}` : '');
       const body = textTable(g.members, [
         ['rollout', (m) => m.rolloutId], ['sample', (m) => String(m.sampleIdx)], ['reward', (m) => num(m.reward)],
         ['p_err', (m) => num(m.pErr)], ['p_format', (m) => num(m.pFormat)], ['status', (m) => m.status], ['advantage', (m) => num(m.advantage, 4)],
@@ -49,6 +50,16 @@ export function formatGroupTable(rows: readonly GroupRow[]): string {
       return `${head}\n${body}`;
     })
     .join('\n\n');
+}
+
+/**
+ * The timed-out groups of a run as text, one line each with the reason its `GroupResampled` recorded (or
+ * that the run predates recorded reasons); empty when no group timed out.
+ */
+export function formatTimeouts(rows: readonly GroupRow[]): string {
+  const t = rows.filter((g) => g.groupDropped === 'timeout');
+  if (!t.length) return '';
+  return [`timed-out groups (${t.length}):`, ...t.map((g) => `  step ${g.step}  ${g.groupId}: ${g.timeout?.reason ?? 'timed out (no reason recorded: a run recorded before GroupResampled.timeout)'}`)].join('\n');
 }
 
 /** A rollout transcript as text: each turn, its tool calls with code and output, then the reward and why. */

@@ -1,44 +1,13 @@
 import type { EventData, RstarEvent } from '@rstar/contracts';
 import { buildTrainingBatch, resampleGroup, type BatchGroup, type GroupRollout, type TrainingBatch } from '@rstar/grpo';
+import type { Difference } from './difference';
+import { verifyRefill, verifyTimeout } from './group-outcome.verifier';
 import { indexRun, type GroupRecord, type RunIndex, type StepRecord } from './run.index';
 import { createRegrader, type RegradeFn, type RegradeVerdict } from './reward.regrader';
 import { classifyToolOutputDiff, type ToolOutput } from './tool-output.classifier';
 import { NotInRunError } from './errors';
 
-/** The decision a difference is about. */
-export type DifferenceKind =
-  | 'roc_selection'
-  | 'roc_penalties'
-  | 'roc_seed'
-  | 'group_dropped'
-  | 'group_inputs'
-  | 'reward'
-  | 'reward_rule'
-  | 'tool_output'
-  | 'batch'
-  | 'checkpoint_hash'
-  | 'missing_event';
-
-/** One recomputed value that differs from the recording, with the event and field it concerns. */
-export interface Difference {
-  kind: DifferenceKind;
-  /** True for a deterministic decision (fails `verify`); false for timing-dependent divergence. */
-  deterministic: boolean;
-  /** The recorded event whose field differs (`GroupResampled:<groupId>`, `RewardAssigned:<rolloutId>`, ...). */
-  eventId: string;
-  /** The field of that event's data (`kept`, `reward`, `stdout`, `batchHash`, `penalties.3.pErr`, ...). */
-  field: string;
-  step: number;
-  groupId?: string;
-  rolloutId?: string;
-  callId?: string;
-  recorded: unknown;
-  recomputed: unknown;
-  /** Machine-readable cause: `resampler_changed`, `grader_changed`, `timing_dependent`, `library_version`, `real_change`, ... */
-  cause: string;
-  /** One readable line: what differs and why. */
-  message: string;
-}
+export type { Difference, DifferenceKind } from './difference';
 
 /** Re-executes one recorded tool call (a `SandboxPool.execute` adapter). */
 export type ToolReexecutor = (call: {
@@ -117,7 +86,8 @@ const SYMBOLIC_RULES = new Set(['sympy', 'timeout']);
  *   old and new verdict and rule;
  * - GRPO-RoC: every resampled group re-decided by `resampleGroup` from its recorded inputs (counters
  *   from RolloutCompleted, rewards as the resampler saw them); seed, penalties, kept and dropped must be
- *   bit-identical (`Object.is`);
+ *   bit-identical (`Object.is`); a timed-out group's record re-derived from its inputs and its reason
+ *   ({@link verifyTimeout}); the number of extra groups of dynamic sampling re-derived ({@link verifyRefill});
  * - the training batch: rebuilt with `buildTrainingBatch` from the kept rollouts, groups in prompt
  *   order; hash, advantage mean/std, token and rollout counts must match StepOptimized;
  * - tool outputs (with `execute`): every call re-run, differences classified by
@@ -152,7 +122,10 @@ export async function verifyRun(events: Iterable<RstarEvent> | RunIndex, opts: V
   const grade = opts.grade ?? createRegrader();
   for (const s of steps) {
     await timed('regrade', () => verifyRewards(ix, s, grade, !!opts.symbolic, report));
-    await timed('resample', () => s.groupIds.forEach((gid) => verifyGroup(ix, ix.groups.get(gid)!, report)));
+    await timed('resample', () => {
+      s.groupIds.forEach((gid) => verifyGroup(ix, ix.groups.get(gid)!, report));
+      for (const d of verifyRefill(ix, s)) push(report, d);
+    });
     const batch = await timed('batch', () => verifyBatch(ix, s, report));
     const { execute, retrain } = opts;
     if (execute) await timed('execute', () => verifyToolCalls(ix, s, execute, opts.concurrency ?? 8, report));
@@ -225,7 +198,12 @@ function verifyGroup(ix: RunIndex, g: GroupRecord, report: VerifyReport): void {
   const rs = g.resampled;
   if (!rs) return;
   if (rs.groupDropped === 'timeout') {
-    report.skipped.groups++;
+    const found = verifyTimeout(ix, g);
+    if (found === null) report.skipped.groups++;
+    else {
+      report.checked.groups++;
+      for (const d of found) push(report, d);
+    }
     return;
   }
   const at = (field: string) => ({ eventId: rs.eventId, field, step: g.step, groupId: g.groupId });

@@ -41,7 +41,7 @@ export function StepPage({ runId, step }: { runId: string; step: number }) {
         {d && (
           <>
             <StepSummary d={d} runId={runId} />
-            <GroupTable groups={d.groups} runId={runId} />
+            <GroupTable groups={d.groups} runId={runId} prompts={d.step.prompts} />
             <RolloutsOfStep d={d} runId={runId} outcome={outcome} setOutcome={setOutcome} />
           </>
         )}
@@ -70,7 +70,8 @@ function StepSummary({ d, runId }: { d: StepDetailView; runId: string }) {
   );
 }
 
-function GroupTable({ groups, runId }: { groups: GroupRow[]; runId: string }) {
+/** The step's groups; those past the step's `prompts` first ones are dynamic sampling's extra groups. */
+function GroupTable({ groups, runId, prompts }: { groups: GroupRow[]; runId: string; prompts: number }) {
   return (
     <Section title={`Groups (${groups.length})`} testId="groups">
       <div className="groups">
@@ -79,8 +80,10 @@ function GroupTable({ groups, runId }: { groups: GroupRow[]; runId: string }) {
             <header>
               <span className="mono">prompt {g.promptIdx}</span> <span className="muted">{g.promptId}</span>{' '}
               {g.pending ? <Chip kind="pending">pending</Chip> : g.groupDropped ? <Chip kind="dropped">dropped: {g.groupDropped}</Chip> : <Chip kind="kept">kept {g.kept}</Chip>}{' '}
+              {g.promptIdx >= prompts && <Chip kind="extra" title="asked for by dynamic sampling (roc.maxExtraGroups) to replace an all-equal group">extra group</Chip>}{' '}
               <span className="muted">positives {g.positives}/{g.members.length} · {g.mode ?? '-'}{g.received !== null ? ` · received ${g.received}/${g.expected}` : ''}</span>
             </header>
+            {g.timeout && <p className="timeout-reason" data-testid="group-timeout">timed out: {g.timeout.reason}</p>}
             <table className="plain compact">
               <thead><tr><th className="num">sample</th><th className="num">reward</th><th className="num" title="RoC tool-error penalty">p_err</th><th className="num" title="RoC format penalty">p_format</th><th>RoC</th><th className="num">advantage</th></tr></thead>
               <tbody>

@@ -34,7 +34,7 @@ describe('rstar projections / replay show over the read models', () => {
     const ix = indexRun(golden, RUN);
     const r = rstar(['replay', 'show', RUN, '--database', PG_URL, '--schema', schema, '--json']);
     expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ summary: runSummary(ix), steps: stepTable(ix) });
+    expect(JSON.parse(r.stdout)).toEqual({ summary: runSummary(ix), steps: stepTable(ix), timeouts: groupTable(ix, { dropped: 'timeout' }) });
     const g = rstar(['replay', 'show', RUN, '--database', PG_URL, '--schema', schema, '--step', '1', '--json']);
     expect(g.code, g.stderr).toBe(0);
     expect(JSON.parse(g.stdout).groups).toEqual(groupTable(ix, { step: 1 }));

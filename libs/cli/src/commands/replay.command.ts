@@ -5,7 +5,7 @@ import { EventStore } from '@rstar/event-store';
 import { ReadModels } from '@rstar/read-models';
 import { connectRuntime } from '@rstar/runtime';
 import {
-  formatGroupTable, formatRerunComparison, formatRunSummary, formatStepTable, formatTranscript, formatVerifyReport, groupTable, indexRun, readHistory,
+  formatGroupTable, formatRerunComparison, formatRunSummary, formatStepTable, formatTimeouts, formatTranscript, formatVerifyReport, groupTable, indexRun, readHistory,
   rerunStep, rolloutTranscript, runSummary, stepTable, verifyRun, writeHistory, NotInRunError, type ToolReexecutor,
 } from '@rstar/replay';
 import { REPO_ROOT, SandboxPool } from '@rstar/sandbox';
@@ -80,7 +80,10 @@ async function showFromReadModels(runId: string, o: SourceOptions & { group?: st
       const summary = await repo.runSummary(runId);
       if (!summary) throw new RunEventsNotFoundError(`no events of run "${runId}" in ${archive.where}; check the run id (rstar train prints it) and --data-dir/--database/--schema`);
       const steps = await repo.stepTable(runId);
-      if (!o.group && step === undefined) return { view: { summary, steps }, text: `${formatRunSummary(summary)}\n\n${formatStepTable(steps)}` };
+      if (!o.group && step === undefined) {
+        const timeouts = await repo.groupTable(runId, { dropped: 'timeout' });
+        return { view: { summary, steps, timeouts }, text: withTimeouts(`${formatRunSummary(summary)}\n\n${formatStepTable(steps)}`, timeouts) };
+      }
       if (step !== undefined && !steps.some((s) => s.step === step)) throw new NotInRunError('step', step, runId, steps.map((s) => s.step));
       const rows = await repo.groupTable(runId, { step, groupId: o.group });
       if (o.group && !rows.length) throw new NotInRunError('group', o.group, runId, (await repo.groupTable(runId)).map((g) => g.groupId));
@@ -114,6 +117,12 @@ async function rerunInProcess(runId: string, step: number, events: RstarEvent[],
   } finally {
     await runtime.close();
   }
+}
+
+/** `text` followed by the run's timed-out groups and why each timed out (nothing when none did). */
+function withTimeouts(text: string, timeouts: Parameters<typeof formatTimeouts>[0]): string {
+  const t = formatTimeouts(timeouts);
+  return t ? `${text}\n\n${t}` : text;
 }
 
 function sources(cmd: Command): Command {
@@ -171,7 +180,8 @@ export function register(program: Command): void {
       } else {
         const summary = runSummary(ix);
         const steps = stepTable(ix);
-        [view, text] = [{ summary, steps }, `${formatRunSummary(summary)}\n\n${formatStepTable(steps)}`];
+        const timeouts = groupTable(ix, { dropped: 'timeout' });
+        [view, text] = [{ summary, steps, timeouts }, withTimeouts(`${formatRunSummary(summary)}\n\n${formatStepTable(steps)}`, timeouts)];
       }
       process.stdout.write((o.json ? JSON.stringify(view, null, 2) : text) + '\n');
     });

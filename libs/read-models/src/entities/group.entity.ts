@@ -1,4 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import type { EventData } from '@rstar/contracts';
 
 /** One group (one prompt of one step; table `groups`) and its GroupResampled decision. */
 @Entity({ name: 'groups' })
@@ -20,4 +21,6 @@ export class GroupEntity {
   @Column({ type: 'jsonb', nullable: true }) dropped!: string[] | null;
   @Column({ type: 'jsonb', nullable: true }) penalties!: Array<{ rolloutId: string; pErr: number; pFormat: number }> | null;
   @Column({ name: 'resampled_rewards', type: 'jsonb', nullable: true }) resampledRewards!: Record<string, number> | null;
+  /** A timed-out group's `GroupResampled.timeout` (budget, wait, what was missing, reason); null otherwise. */
+  @Column({ type: 'jsonb', nullable: true }) timeout!: NonNullable<EventData<'GroupResampled'>['timeout']> | null;
 }

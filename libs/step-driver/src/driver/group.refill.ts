@@ -1,15 +1,7 @@
 import { ids, type EventData } from '@rstar/contracts';
+import { extraGroupsDue } from '@rstar/grpo';
 
 type Resampled = EventData<'GroupResampled'>;
-
-/**
- * How many extra groups a step has asked for once `allEqual` of its groups were dropped by GRPO-RoC because
- * every reward was equal: one per such group, at most `cap` (= min(`roc.maxExtraGroups`, prompts left in the
- * step's seeded order)). Pure; `rstar replay verify` re-derives a step's count with it.
- */
-export function extraGroupsDue(allEqual: number, cap: number): number {
-  return Math.max(0, Math.min(cap, allEqual));
-}
 
 /** A group the refill asks for: its id, its index among the step's prompts and its prompt's index in the pool. */
 export interface ExtraGroup {
