@@ -14,6 +14,7 @@ import { freeLocalPort, type MlflowServer, startMlflowServer, until } from '@rst
 import { runTraining, type TrainingResult } from '@rstar/training';
 import { CHROMIUM, launchChromium, screenshot, type HeadlessChromium } from '../support/chromium';
 import { REPO_ROOT, ServiceProcess } from '../support/service-process';
+import { runRefillScenario } from '../support/refill-scenario';
 import { ensureSftCheckpoint, SFT_CHECKPOINT_TIMEOUT_MS } from '../support/sft-checkpoint';
 
 /**
@@ -199,6 +200,28 @@ describe('dashboard in headless Chromium', () => {
     expect(await page.getByTestId('sandbox-calls').textContent()).toBe(String(calls.length));
     await page.locator('[data-testid=sandbox-timeline] .chart[data-rendered=true]').waitFor();
     await screenshot(page, 'sandbox');
+  });
+
+  it("a step page shows a timed-out group's reason and marks dynamic sampling's extra groups", async () => {
+    // The refill scenario (real step driver and resampler, scripted rollouts) on the control plane's own stream: it archives it.
+    const runId = `refill-${tag}`;
+    const bus = await JetStreamBus.connect({ servers: NATS_URL, stream: tag.toUpperCase(), subjectPrefix: tag });
+    try {
+      await runRefillScenario(bus, runId);
+    } finally {
+      await bus.close();
+    }
+    await until(async () => (await store.readRunSnapshot(runId)).some((e) => e.type === 'RunCompleted'), 'the refill run archived', { timeoutMs: 120_000, everyMs: 500 });
+    const ix = indexRun(await store.readRunSnapshot(runId), runId);
+    const timedOut = groupTable(ix, { dropped: 'timeout' });
+    expect(timedOut).toHaveLength(1);
+    await open(`#/runs/${runId}/steps/2`, '[data-testid=group]');
+    expect(await texts(page, '[data-testid=group-timeout]')).toEqual([`timed out: ${timedOut[0].timeout!.reason}`]);
+    await screenshot(page, 'step-timeout');
+    // Step 0: prompt 3 is the extra group that replaced the all-equal prompt 0.
+    await open(`#/runs/${runId}/steps/0`, '[data-testid=group]');
+    const headers = await texts(page, '[data-testid=group] header');
+    expect(headers.map((h) => h.includes('extra group'))).toEqual([false, false, false, true]);
   });
 
   describe('a fresh tiny run, followed live, with the MLflow sink on', () => {
