@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseRunConfig, makeEvent, streams, type RstarEvent, type RunConfig } from '@rstar/contracts';
+import { groupTimeoutBudgetS, parseRunConfig, makeEvent, streams, type RstarEvent, type RunConfig } from '@rstar/contracts';
 import { InProcessBus } from '@rstar/messaging';
 import { clippedLossStats, type TrainingBatch } from '@rstar/grpo';
 import { ResamplingHandler } from '@rstar/groups';
@@ -161,6 +161,34 @@ describe('OptimizationHandler on the in-process bus', () => {
     expect(trainer.batches[0].sequences).toHaveLength(2);
   });
 
+  it('given a crash after the refill, then the resumed step asks for the same extra groups under the same ids', async () => {
+    const refillConfig = parseRunConfig({ seed: 5, roc: { maxExtraGroups: 2 }, stages: [{ name: 's1', steps: 1, promptsPerStep: 2, groupSize: 2, maxResponseTokens: 32, lr: 1e-3 }] });
+    const reward = (s: number, p: number): 0 | 1 => (p === 0 || p === 2 ? 1 : s % 2 === 0 ? 1 : 0);
+    const runOnce = async (prefix: string, store?: RstarEvent[]) => {
+      const b = new InProcessBus({ subjectPrefix: prefix });
+      const all: RstarEvent[] = [];
+      await b.subscribe({ durable: 'all', types: ['RunStarted', 'StepStarted', 'RolloutRequested', 'RolloutCompleted', 'RewardAssigned', 'GroupResampled', 'StepOptimized', 'PolicyUpdated', 'StepCompleted'], handler: async (e) => void all.push(e) });
+      await fakeWorkers(b, reward);
+      const resampler = new ResamplingHandler(b, { sweepMs: 60_000 });
+      await resampler.start();
+      const h = new OptimizationHandler(b, { config: refillConfig, runId: 'run-refill-resume', prompts, trainer: new ReferenceTrainer(), engines: [], checkpointDir: '/tmp/c', store: store && { readRun: async () => store } });
+      await h.run();
+      await h.stop();
+      await resampler.stop();
+      await b.close();
+      return all;
+    };
+    const first = await runOnce('opt7');
+    const requestedIds = (log: RstarEvent[]) => log.filter((e) => e.type === 'RolloutRequested').map((e) => e.id).sort();
+    expect(new Set(first.filter((e) => e.type === 'RolloutRequested').map((e) => (e.data as { groupId: string }).groupId)).size).toBe(4);
+    // The process died once the extra groups were decided, before training: only rollout and group events survive.
+    const cut = first.filter((e) => !['StepOptimized', 'PolicyUpdated', 'StepCompleted'].includes(e.type));
+    const resumed = await runOnce('opt8', cut);
+    expect(requestedIds(resumed)).toEqual(requestedIds(first));
+    const done = (log: RstarEvent[]) => log.find((e): e is RstarEvent<'StepCompleted'> => e.type === 'StepCompleted')!.data.metrics;
+    expect(done(resumed)).toMatchObject({ extraGroups: 2, keptGroups: done(first).keptGroups });
+  });
+
   it('given maxExtraGroups 2 and one all-equal group, then one extra group fills the step to its kept count', async () => {
     bus = new InProcessBus({ subjectPrefix: 'opt5' });
     await fakeWorkers(bus, (s, p) => (p === 0 ? 0 : s % 2 === 0 ? 1 : 0));
@@ -178,6 +206,8 @@ describe('OptimizationHandler on the in-process bus', () => {
 
   it('given no maxExtraGroups, then the step metrics carry no refill figures', async () => {
     bus = new InProcessBus({ subjectPrefix: 'opt6' });
+    const budgets: number[] = [];
+    await bus.subscribe({ durable: 'req', types: ['RolloutRequested'], handler: async (e) => void budgets.push((e as RstarEvent<'RolloutRequested'>).data.resample!.timeoutS) });
     await fakeWorkers(bus, (s, p) => (p === 0 ? 0 : s % 2 === 0 ? 1 : 0));
     const resampler = new ResamplingHandler(bus, { sweepMs: 60_000 });
     await resampler.start();
@@ -188,6 +218,9 @@ describe('OptimizationHandler on the in-process bus', () => {
     await resampler.stop();
     expect(summary.history[0].metrics.groups).toBe(2);
     expect(Object.keys(summary.history[0].metrics).filter((k) => /extra|keptGroups/.test(k))).toEqual([]);
+    // No groupTimeoutS: each group's budget comes from its stage (32 tokens, 10 turns, 4 s tool calls).
+    expect(new Set(budgets)).toEqual(new Set([groupTimeoutBudgetS(plain, plain.stages[0])]));
+    expect(budgets[0]).toBe(Math.ceil(300 + 32 / 10 + 2 * 10 * 4));
   });
 
   it('given a log with step 0 completed and step 1 optimized, then a resumed driver runs step 1 without training it again', async () => {
