@@ -215,13 +215,15 @@ describe('dashboard in headless Chromium', () => {
     const ix = indexRun(await store.readRunSnapshot(runId), runId);
     const timedOut = groupTable(ix, { dropped: 'timeout' });
     expect(timedOut).toHaveLength(1);
-    await open(`#/runs/${runId}/steps/2`, '[data-testid=group]');
+    await open(`#/runs/${runId}/steps/2`, '[data-testid=group-timeout]');
     expect(await texts(page, '[data-testid=group-timeout]')).toEqual([`timed out: ${timedOut[0].timeout!.reason}`]);
     await screenshot(page, 'step-timeout');
-    // Step 0: prompt 3 is the extra group that replaced the all-equal prompt 0.
+    // Step 0: prompt 3 is the extra group that replaced the all-equal prompt 0 (the page re-renders in place: wait for its 4 groups).
     await open(`#/runs/${runId}/steps/0`, '[data-testid=group]');
+    await expect.poll(() => page.getByTestId('group').count()).toBe(4);
     const headers = await texts(page, '[data-testid=group] header');
     expect(headers.map((h) => h.includes('extra group'))).toEqual([false, false, false, true]);
+    expect(await page.getByTestId('group-timeout').count()).toBe(0);
   });
 
   describe('a fresh tiny run, followed live, with the MLflow sink on', () => {

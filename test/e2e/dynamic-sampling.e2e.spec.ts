@@ -2,10 +2,11 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { groupTimeoutReason, type RstarEvent } from '@rstar/contracts';
+import { groupTimeoutReason, type EventType, type RstarEvent } from '@rstar/contracts';
 import { pickPrompts } from '@rstar/step-driver';
 import { verifyRun } from '@rstar/replay';
 import { connectRuntime, type Runtime } from '@rstar/runtime';
+import { rebuildStepBatch } from '@rstar/training';
 import type { RunSummary } from '@rstar/step-driver';
 import { REFILL_SCENARIO, runRefillScenario } from '../support/refill-scenario';
 import { REPO_ROOT } from '../support/service-process';
@@ -30,7 +31,7 @@ describe('dynamic sampling and group timeouts over JetStream + Postgres', () => 
   let rt: Runtime;
   let summary: RunSummary;
   let events: RstarEvent[];
-  const of = <T extends RstarEvent['type']>(type: T) => events.filter((e): e is RstarEvent<T> => e.type === type);
+  const of = <T extends EventType>(type: T) => events.filter((e) => e.type === type) as unknown as RstarEvent<T>[];
 
   beforeAll(async () => {
     rt = await connectRuntime({ natsUrl: NATS_URL, databaseUrl: PG_URL, schema: tag, stream: tag.toUpperCase(), subjectPrefix: tag, archive: true });
@@ -71,6 +72,8 @@ describe('dynamic sampling and group timeouts over JetStream + Postgres', () => 
     }
     // Every event id once (the bus and the archive drop re-emitted copies).
     expect(new Set(events.map((e) => e.id)).size).toBe(events.length);
+    // The batch rebuilt from the log alone (extra groups in prompt order) is the one each step trained on.
+    for (const o of of('StepOptimized')) expect(rebuildStepBatch(events, o.data.step).hash).toBe(o.data.batchHash);
   });
 
   it('records the slow group as a timeout event with its reason, which replay verify re-derives', async () => {

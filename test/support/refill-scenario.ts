@@ -1,4 +1,4 @@
-import { makeEvent, parseRunConfig, streams, type RstarEvent, type RunConfig } from '@rstar/contracts';
+import { makeEvent, parseRunConfig, streams, type RunConfig } from '@rstar/contracts';
 import { clippedLossStats, type TrainingBatch } from '@rstar/grpo';
 import { ResamplingHandler } from '@rstar/groups';
 import type { EventBus } from '@rstar/messaging';

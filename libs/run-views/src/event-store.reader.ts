@@ -251,7 +251,7 @@ export class EventStoreRunViews implements RunViewReader {
       if ((await this.q.head(runId)).position === 0) throw this.noRun(runId);
       throw new RunViewNotFoundError('step', String(step), `run ${runId} has no StepStarted for step ${step} (steps are 0-based)`);
     }
-    const prompts = started.data.promptIds.length;
+    const prompts = started.data.promptIds.length + (await this.extraGroupsOf(runId, step, own, started.data.promptIds.length));
     const probe = await this.q.byIds(runId, Array.from({ length: MAX_SAMPLES }, (_, s) => `RolloutRequested:${idsOf.rollout(runId, step, 0, s)}`));
     const samples = probe.reduce((m, e) => Math.max(m, (e.data as { sampleIdx: number }).sampleIdx + 1), 0);
     const rolloutIds = Array.from({ length: prompts * samples }, (_, i) => idsOf.rollout(runId, step, Math.floor(i / samples), i % samples));
@@ -261,6 +261,23 @@ export class EventStoreRunViews implements RunViewReader {
       : await this.q.byIds(runId, rolloutIds.flatMap((r) => rolloutTypes.map((t) => `${t}:${r}`)));
     const groups = await this.q.byIds(runId, groupIds);
     return { own, events: [...own, ...rollouts, ...groups] };
+  }
+
+  /**
+   * How many extra groups dynamic sampling asked for in a step (their prompt indices follow the StepStarted
+   * prompts): `StepCompleted.metrics.extraGroups` once the step completed; before, probed by id up to the
+   * run's `roc.maxExtraGroups`. 0 for a run without dynamic sampling.
+   */
+  private async extraGroupsOf(runId: string, step: number, own: readonly RstarEvent[], base: number): Promise<number> {
+    const done = own.find((e): e is RstarEvent<'StepCompleted'> => e.type === 'StepCompleted');
+    const recorded = done?.data.metrics.extraGroups;
+    if (typeof recorded === 'number') return recorded;
+    if (done) return 0;
+    const [run] = await this.q.ofTypes(runId, ['RunStarted']);
+    const max = ((run?.data as { config?: { roc?: { maxExtraGroups?: number } } } | undefined)?.config?.roc?.maxExtraGroups) ?? 0;
+    if (max <= 0) return 0;
+    const asked = await this.q.byIds(runId, Array.from({ length: max }, (_, j) => `RolloutRequested:${idsOf.rollout(runId, step, base + j, 0)}`));
+    return asked.length;
   }
 
   /** Light counters of some rollouts (without their tokens) and the kept lists of their groups. */

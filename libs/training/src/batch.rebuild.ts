@@ -12,7 +12,7 @@ export class BatchRebuildError extends RstarError {
 
 /**
  * Rebuild the training batch of one RL step from a run's events alone (docs/design/architecture.md §1 replay): the
- * step's groups in prompt order (`StepStarted.promptIds`), each group's kept rollouts in
+ * step's groups in prompt order (`StepStarted.promptIds`, then any extra groups of dynamic sampling), each group's kept rollouts in
  * `GroupResampled.kept` order with their rewards, and each rollout's tokens, logprobs and loss mask
  * from `RolloutCompleted`, through `@rstar/grpo`'s `buildTrainingBatch` — the same inputs the
  * optimization service used. Its `hash` equals the step's `StepOptimized.batchHash` when the log is
@@ -29,8 +29,10 @@ export function rebuildStepBatch(events: readonly RstarEvent[], step: number): T
     else if (e.type === 'RolloutCompleted' && e.data.step === step) completed.set(e.data.rolloutId, e as RstarEvent<'RolloutCompleted'>);
     else if (e.type === 'RolloutRequested' && e.data.step === step && e.data.sampleIdx === 0) groupOrder[e.data.promptIdx] = e.data.groupId;
   }
-  if (groupOrder.length !== started.data.promptIds.length) {
-    throw new BatchRebuildError(`step ${step} has ${started.data.promptIds.length} prompts but ${groupOrder.filter(Boolean).length} requested groups in the log`, 'RolloutRequested');
+  // Groups past the StepStarted prompts are the extra groups of dynamic sampling (roc.maxExtraGroups), in prompt order too.
+  const prompts = started.data.promptIds.length;
+  if (groupOrder.length < prompts || groupOrder.some((g) => !g)) {
+    throw new BatchRebuildError(`step ${step} has ${prompts} prompts but ${groupOrder.filter(Boolean).length} requested groups in the log`, 'RolloutRequested');
   }
   const groups: BatchGroup[] = [];
   for (const groupId of groupOrder) {

@@ -68,7 +68,8 @@ const PRODUCER = 'optimization';
 /**
  * The step driver (docs/design/architecture.md §5 optimization, docs/design/protocol.md §5-6). Per step: pick prompts (seeded), emit
  * `StepStarted` and 2G `RolloutRequested` per prompt, wait for every group's `GroupResampled` and the
- * `RolloutCompleted` of its rollouts, build the batch, train, checkpoint, emit `StepOptimized` and
+ * `RolloutCompleted` of its rollouts (asking for extra groups for those dropped as all-equal when
+ * `roc.maxExtraGroups` is set: {@link GroupRefill}), build the batch, train, checkpoint, emit `StepOptimized` and
  * `PolicyUpdated`, update every engine, emit `StepCompleted` with the metrics. Wraps the run in
  * `RunStarted` and `RunCompleted`/`RunFailed`. Every event id is deterministic, so a resumed run
  * re-emits the same ids and the bus drops the copies; `resumePoint` over the run's events says where to
