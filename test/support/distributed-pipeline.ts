@@ -78,6 +78,9 @@ export interface RunShape {
 /** A short distributed RL run of the tiny policy from an SFT checkpoint (no SFT stage), seeded; `extra` adds top-level config sections (e.g. `roc`). */
 export function shortRunConfig(name: string, seed: number, checkpoint: string, shape: RunShape, extra: Record<string, unknown> = {}): RunConfig {
   return parseRunConfig({
+    // These runs check delivery under restarts and kills, not time budgets: the 600 s groups had before the
+    // budget scaled with maxResponseTokens (336 s here) keeps a slow restart on a loaded machine from timing a group out.
+    roc: { groupTimeoutS: 600 },
     ...extra,
     name, seed,
     policy: { model: { layers: 2, dModel: 64, heads: 4, context: 160 }, init: 'checkpoint', checkpoint },
