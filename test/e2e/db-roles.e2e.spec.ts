@@ -38,8 +38,8 @@ async function failsWith(url: string, text: string): Promise<string | null> {
 
 /**
  * Issue 27, docs that work as written: on a fresh database, `rstar db roles` (as a superuser) migrates the
- * archive and the read models and writes one URL per service; the control plane and the resampler start
- * with theirs on a secured stack (RSTAR_REQUIRE_AUTH, RSTAR_DB_MIGRATE=false) and do their work (archive,
+ * archive and the read models and writes one URL per service; the control plane, the resampler and the
+ * optimizer start with theirs on a secured stack (RSTAR_REQUIRE_AUTH, RSTAR_DB_MIGRATE=false) and do their work (archive,
  * project, read the open runs); none of those roles may do what only the migration role may (disable the
  * append-only trigger, use the migration flag, change a table), and `rstar db migrate` runs as that role.
  */
@@ -87,12 +87,14 @@ describe.skipIf(!version)('rstar db roles: each service starts with the URL prin
     }
   });
 
-  it('control-plane and resampling start secured with their URLs, archive, project and read; their roles cannot do owner-only operations', async () => {
+  it('control-plane, resampling and optimization start secured with their URLs, archive, project and read; their roles cannot do owner-only operations', async () => {
     const env = (p: Principal, login: string) => ({
       RSTAR_NATS_URL: nats.url, RSTAR_DATABASE_URL: urls[login], RSTAR_DB_MIGRATE: 'false', RSTAR_REQUIRE_AUTH: 'true', RSTAR_SECRETS_DIR: secrets.principals[p].dir,
     });
-    for (const [p, login] of [['control-plane', 'control_plane'], ['resampling', 'resampling']] as const) {
-      const svc = new ServiceProcess({ name: p, entry: `services/${p}/src/main.ts`, port: await freeLocalPort(), env: env(p, login), startTimeoutMs: 150_000 });
+    // optimization reaches its engines only when a run starts: an address nobody answers on is enough here.
+    const extra: Record<string, Record<string, string>> = { optimization: { RSTAR_ENGINES: 'builtin=http://127.0.0.1:9', RSTAR_CHECKPOINT_DIR: join(dir, 'ckpt') } };
+    for (const [p, login] of [['control-plane', 'control_plane'], ['resampling', 'resampling'], ['optimization', 'optimization']] as const) {
+      const svc = new ServiceProcess({ name: p, entry: `services/${p}/src/main.ts`, port: await freeLocalPort(), env: { ...env(p, login), ...extra[p] }, startTimeoutMs: 150_000 });
       services.push(svc);
       // start() resolves once /health/ready answers 200: Postgres (as this role), the read models and NATS are up.
       await svc.start();
