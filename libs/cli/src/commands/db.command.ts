@@ -74,8 +74,9 @@ export function register(program: Command): void {
       });
       writeFileSync(o.passwordsOut, lines.join('\n') + '\n', { mode: 0o600 });
       process.stdout.write(
-        `roles of schema ${o.schema}: ${Object.values(names.logins).join(', ')} (groups ${names.writer}, ${names.reader}, ${names.readModels})\n` +
-          `connection URLs (RSTAR_DATABASE_URL per service) written to ${o.passwordsOut}\n`,
+        `roles of schema ${o.schema} and ${readModelSchemaOf(o)}: ${Object.values(names.logins).join(', ')} (groups ${names.writer}, ${names.reader}, ${names.readModels})\n` +
+          `connection URLs (RSTAR_DATABASE_URL per service, with RSTAR_DB_MIGRATE=false) written to ${o.passwordsOut}; ` +
+          `the line "owner" is the migration role: for \`rstar db migrate\` only\n`,
       );
     });
 }
