@@ -159,7 +159,7 @@ function distributedHarness(): () => Promise<Harness> {
         await store.close();
         const c = new Client({ connectionString: PG_URL });
         await c.connect();
-        await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE; DROP SCHEMA IF EXISTS "${schema}_read" CASCADE`);
         await c.end();
       },
     };

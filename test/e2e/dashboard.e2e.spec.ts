@@ -98,7 +98,7 @@ describe('dashboard in headless Chromium', () => {
     }
     const c = new Client({ connectionString: PG_URL });
     await c.connect();
-    await c.query(`DROP SCHEMA IF EXISTS "${tag}" CASCADE`);
+    await c.query(`DROP SCHEMA IF EXISTS "${tag}" CASCADE; DROP SCHEMA IF EXISTS "${tag}_read" CASCADE`);
     await c.end();
     rmSync(tmp, { recursive: true, force: true });
   }, 120_000);

@@ -83,7 +83,7 @@ describe('HTTP authentication on every service route', () => {
     await bus.close();
     const c = new Client({ connectionString: PG_URL });
     await c.connect();
-    await c.query(`DROP SCHEMA IF EXISTS "${tag}" CASCADE`).catch(() => undefined);
+    await c.query(`DROP SCHEMA IF EXISTS "${tag}" CASCADE; DROP SCHEMA IF EXISTS "${tag}_read" CASCADE`).catch(() => undefined);
     await c.end();
   }, 60_000);
 

@@ -111,6 +111,30 @@ describe.skipIf(!version)('insider with one service\'s credentials: events bound
     expect(await store.verifyChain(runId)).toMatchObject({ ok: true, firstBreak: null, unchained: 0 });
   }, 180_000);
 
+  it('inside the 2 minute duplicate window, an id squatted with other content reaches the archiver as an id collision; an identical re-publish is still deduplicated', async () => {
+    const windowRun = `${runId}-window`;
+    const tool = await connectAs('tool-execution');
+    const admin = await connectAs('control-plane');
+    const messages = async () => (await admin.jsm.streams.info(admin.stream)).state.messages;
+    const real = sampleEvent('ToolCallCompleted', { runId: windowRun, key: 'in-window', producer: 'tool-execution' });
+    const squat = { ...structuredClone(real), data: { ...real.data, stdout: 'squatted early' } } as RstarEvent;
+    const before = await messages();
+    // Same subject, same id, seconds apart: NATS deduplicated the second by Msg-Id and nobody knew.
+    await tool.publish(structuredClone(squat));
+    await tool.publish(structuredClone(real));
+    expect(await messages()).toBe(before + 2);
+    await until(async () => (await store.quarantined(windowRun)).some((q) => q.kind === 'id_collision' && q.eventId === real.id), 'the id collision in the quarantine', { timeoutMs: 60_000 });
+    const alarm = (await store.quarantined(windowRun)).find((q) => q.kind === 'id_collision' && q.eventId === real.id)!;
+    expect(alarm.reason).toMatch(/^id_collision: ToolCallCompleted:in-window (is already archived|appears twice in one batch) with different content/);
+    // The early copy holds the id, flagged; the later one is kept with the alarm, nothing is lost silently.
+    expect(JSON.parse(alarm.payload).data).toEqual(real.data);
+    expect((await store.readRunSnapshot(windowRun)).find((e) => e.id === real.id)?.data).toEqual(squat.data);
+    // A resumed producer publishing the same event again (new trace context and signature): one message, no alarm.
+    await tool.publish(structuredClone(squat));
+    expect(await messages()).toBe(before + 2);
+    expect((await store.quarantined(windowRun)).filter((q) => q.eventId === real.id)).toHaveLength(1);
+  }, 120_000);
+
   it('an id already archived with different content is an alarm in the quarantine, not a silent drop; an honest copy is a plain duplicate', async () => {
     const first = sampleEvent('ToolCallCompleted', { runId, key: 'collide', producer: 'tool-execution' });
     const other = { ...first, data: { ...first.data, stdout: 'something else' } } as RstarEvent;

@@ -106,7 +106,7 @@ describe("README's distributed recipe, verbatim", () => {
     await bus?.close();
     const c = new Client({ connectionString: 'postgres://rstar:rstar@127.0.0.1:5432/rstar' });
     await c.connect();
-    await c.query(`DROP SCHEMA IF EXISTS "${tag}" CASCADE`);
+    await c.query(`DROP SCHEMA IF EXISTS "${tag}" CASCADE; DROP SCHEMA IF EXISTS "${tag}_read" CASCADE`);
     await c.end();
   }, 60_000);
 

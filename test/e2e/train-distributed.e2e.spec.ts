@@ -101,7 +101,7 @@ describe('rstar train --remote: the tiny preset learns over JetStream + Postgres
     }
     const c = new Client({ connectionString: PG_URL });
     await c.connect();
-    await c.query(`DROP SCHEMA IF EXISTS "${tag}" CASCADE`);
+    await c.query(`DROP SCHEMA IF EXISTS "${tag}" CASCADE; DROP SCHEMA IF EXISTS "${tag}_read" CASCADE`);
     await c.end();
     if (out) rmSync(out, { recursive: true, force: true });
   });

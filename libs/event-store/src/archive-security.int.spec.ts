@@ -91,6 +91,43 @@ describe('archive on Postgres: least-privilege roles, append-only events, hash c
     }
   });
 
+  it('only the migration role may use the migration flag or change the table: a service role is refused even with a misgranted UPDATE', async () => {
+    const archiver = urlAs(n.logins.control_plane);
+    const victim = ev(run, 'step-copy', 0).id;
+    const before = (await sql(PG_URL, `SELECT data FROM ${t} WHERE id = $1`, [victim])).rows[0].data;
+    // Owner-only statements: the trigger, the table, the trigger function.
+    expect(await failsWith(archiver, `ALTER TABLE ${t} DISABLE TRIGGER events_append_only_rows`)).toBe('42501');
+    expect(await failsWith(archiver, `ALTER TABLE ${t} DISABLE TRIGGER ALL`)).toBe('42501');
+    expect(await failsWith(archiver, `CREATE OR REPLACE FUNCTION "${schema}".events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$`)).toBe('42501');
+    expect(await failsWith(archiver, `BEGIN; SET LOCAL rstar.migrating = 'on'; UPDATE ${t} SET data = '{}'::jsonb WHERE id = '${victim}'; COMMIT;`)).toBe('42501');
+    // A grant that should not be there (an operator's mistake): the flag still does not open the archive.
+    await sql(PG_URL, `GRANT UPDATE, DELETE ON ${t} TO "${n.logins.control_plane}"`);
+    try {
+      const c = new Client({ connectionString: archiver });
+      await c.connect();
+      try {
+        await c.query('BEGIN');
+        await c.query(`SET LOCAL rstar.migrating = 'on'`);
+        const e = await c.query(`UPDATE ${t} SET data = '{}'::jsonb WHERE id = $1`, [victim]).then(() => null, (x: { code?: string; message: string }) => x);
+        expect(e?.code).toBe('RS001');
+        expect(e?.message).toMatch(new RegExp(`rstar\\.migrating is honoured for the migration role ${n.logins.owner}, not for ${n.logins.control_plane}`));
+        await c.query('ROLLBACK');
+        expect(await failsWith(archiver, `BEGIN; SET LOCAL rstar.migrating = 'on'; DELETE FROM ${t} WHERE id = '${victim}'; COMMIT;`)).toBe('RS001');
+      } finally {
+        await c.end();
+      }
+    } finally {
+      await sql(PG_URL, `REVOKE UPDATE, DELETE ON ${t} FROM "${n.logins.control_plane}"`);
+    }
+    expect((await sql(PG_URL, `SELECT data FROM ${t} WHERE id = $1`, [victim])).rows[0].data).toEqual(before);
+    // The migration role still may (what `rstar db migrate` does); the row is left as it was.
+    const owned = await sql(urlAs(n.logins.owner), `BEGIN; SET LOCAL rstar.migrating = 'on'; UPDATE ${t} SET data = data WHERE id = '${victim}'; COMMIT;`);
+    expect(owned).toBeDefined();
+    const store = await EventStore.connect({ connectionString: urlAs(n.logins.operator), schema, migrate: false });
+    expect(await store.verifyChain(run)).toMatchObject({ ok: true, checked: 12 });
+    await store.close();
+  });
+
   it('names the roles a service must not run as: a superuser and the owner; the services\' roles pass', async () => {
     const problem = async (url: string) => {
       const store = await EventStore.connect({ connectionString: url, schema, migrate: false });

@@ -30,7 +30,9 @@ export async function migrateArchive(pool: Pool, schema: string): Promise<void> 
   const c = await pool.connect();
   try {
     await c.query('SELECT pg_advisory_lock(hashtext($1))', [`rstar-migrate:${schema}`]);
-    await c.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+    // Created only when missing: CREATE SCHEMA IF NOT EXISTS wants the database's CREATE right even when
+    // the schema exists, which the migration role (the schema's owner) does not have.
+    if (!(await c.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema])).rowCount) await c.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
     await c.query(
       `CREATE TABLE IF NOT EXISTS "${schema}".schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
     );

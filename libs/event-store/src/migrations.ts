@@ -106,6 +106,32 @@ export const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: str
         FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.events_append_only();
     `,
   },
+  {
+    version: 5,
+    name: 'the migration flag honoured for the migration role only',
+    // Anyone may set a custom setting, so `rstar.migrating` alone would let any role with a (mis)granted
+    // UPDATE or DELETE rewrite events. The trigger now honours it only for a role with the privileges of
+    // the table's owner (the migration role, or a superuser, who could drop the trigger anyway).
+    sql: `
+      CREATE OR REPLACE FUNCTION {{schema}}.events_append_only() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      DECLARE
+        flag boolean := coalesce(current_setting('rstar.migrating', true), '') = 'on';
+        owner_role name := (SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = TG_RELID);
+      BEGIN
+        IF flag AND pg_has_role(current_user, owner_role, 'USAGE') THEN
+          IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
+          RETURN NEW;
+        END IF;
+        IF flag THEN
+          RAISE EXCEPTION 'the event archive %.% is append-only: % refused (rstar.migrating is honoured for the migration role %, not for %)', TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_OP, owner_role, current_user
+            USING ERRCODE = 'RS001', HINT = 'only \`rstar db migrate\`, run as the migration role, may rewrite the archive';
+        END IF;
+        RAISE EXCEPTION 'the event archive %.% is append-only: % refused (only a migration may rewrite events)', TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_OP
+          USING ERRCODE = 'RS001', HINT = 'events are never changed or removed; append a correcting event instead';
+      END
+      $fn$;
+    `,
+  },
 ];
 
 /** The newest migration version this code knows. */

@@ -35,14 +35,15 @@ const IDENT = /^[a-z_][a-z0-9_]{0,62}$/;
  * - `<p>event_writer` (group): SELECT and INSERT on events (the archiver reads stream heads and known ids
  *   to number and chain a batch), USAGE on the position sequence — never UPDATE, DELETE or TRUNCATE;
  * - `<p>event_reader` (group): SELECT on events;
- * - `<p>read_models` (group): owns the read-model schema (the projector creates and rewrites its tables
- *   there) and reads events;
+ * - `<p>read_models` (group): reads events, and reads and writes the rows of the read-model schema
+ *   (`<schema>_read`, owned with its tables by `<p>owner`: the projector's upserts and rebuilds, never DDL);
+ *   `<p>event_reader` reads the read models too (the resampler's open runs);
  * - logins `<p>control_plane` (archiver + projector: writer and read_models), `<p>optimization`,
  *   `<p>resampling` and `<p>operator` (`rstar replay`: reader). All NOSUPERUSER NOCREATEDB NOCREATEROLE
  *   NOBYPASSRLS, and PUBLIC loses every right on the schema.
  * UPDATE, DELETE and TRUNCATE of events are also refused by the append-only trigger (migration 2), to the
- * owner and superusers too, outside a migration. The schema must exist (migrate once as a superuser or
- * the owner first). @throws EventStoreConfigError for a bad schema or prefix.
+ * owner and superusers too, outside a migration. The schemas must exist (migrate the archive and the
+ * read models once as a superuser or the owner first): every table in them is handed to the owner. @throws EventStoreConfigError for a bad schema or prefix.
  */
 export function archiveRolesSql(o: ArchiveRolesOptions = {}): string {
   const schema = o.schema ?? 'rstar';
@@ -96,12 +97,30 @@ GRANT SELECT, INSERT ON ${S}.chain_checkpoints TO ${q(n.writer)};
 GRANT SELECT ON ${S}.chain_checkpoints TO ${q(n.reader)}, ${q(n.readModels)};
 -- Tables a later migration adds are readable by the services, and only readable.
 ALTER DEFAULT PRIVILEGES FOR ROLE ${q(n.logins.owner)} IN SCHEMA ${S} GRANT SELECT ON TABLES TO ${q(n.writer)}, ${q(n.reader)}, ${q(n.readModels)};
--- The projector's read models: a schema of their own, owned by the read-model group.
+-- The projector's read models: a schema of their own, owned (with its tables) by the migration role; the
+-- control plane's projector writes the rows, readers read them; nobody but the owner changes the tables.
 CREATE SCHEMA IF NOT EXISTS ${q(readSchema)};
-ALTER SCHEMA ${q(readSchema)} OWNER TO ${q(n.readModels)};
+ALTER SCHEMA ${q(readSchema)} OWNER TO ${q(n.logins.owner)};
+DO $$ DECLARE r record; BEGIN
+  FOR r IN SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE n.nspname IN (${lit(schema)}, ${lit(readSchema)}) AND c.relkind IN ('r', 'p', 'v', 'm') LOOP
+    EXECUTE format('ALTER TABLE %I.%I OWNER TO %I', r.nspname, r.relname, ${lit(n.logins.owner)});
+  END LOOP;
+END $$;
 REVOKE ALL ON SCHEMA ${q(readSchema)} FROM PUBLIC;
-GRANT USAGE ON SCHEMA ${q(readSchema)} TO ${q(n.reader)};
-ALTER DEFAULT PRIVILEGES FOR ROLE ${q(n.readModels)} IN SCHEMA ${q(readSchema)} GRANT SELECT ON TABLES TO ${q(n.reader)};
+REVOKE ALL ON ALL TABLES IN SCHEMA ${q(readSchema)} FROM PUBLIC;
+GRANT USAGE ON SCHEMA ${q(readSchema)} TO ${q(n.readModels)}, ${q(n.reader)};
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON ALL TABLES IN SCHEMA ${q(readSchema)} TO ${q(n.readModels)};
+GRANT USAGE ON ALL SEQUENCES IN SCHEMA ${q(readSchema)} TO ${q(n.readModels)};
+GRANT SELECT ON ALL TABLES IN SCHEMA ${q(readSchema)} TO ${q(n.reader)};
+DO $$ BEGIN
+  IF to_regclass(${lit(`${q(readSchema)}.read_model_migrations`)}) IS NOT NULL THEN
+    EXECUTE ${lit(`REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON ${q(readSchema)}.read_model_migrations FROM ${q(n.readModels)}`)};
+  END IF;
+END $$;
+ALTER DEFAULT PRIVILEGES FOR ROLE ${q(n.logins.owner)} IN SCHEMA ${q(readSchema)} GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON TABLES TO ${q(n.readModels)};
+ALTER DEFAULT PRIVILEGES FOR ROLE ${q(n.logins.owner)} IN SCHEMA ${q(readSchema)} GRANT USAGE ON SEQUENCES TO ${q(n.readModels)};
+ALTER DEFAULT PRIVILEGES FOR ROLE ${q(n.logins.owner)} IN SCHEMA ${q(readSchema)} GRANT SELECT ON TABLES TO ${q(n.reader)};
 `,
   ];
   return parts.join('\n');

@@ -7,6 +7,7 @@ import { busSubjectOf, toBusSubject, toContractSubject } from './subjects';
 import { stampTraceparent } from './trace.propagation';
 import { BusOptionError } from './bus.errors';
 import { consumerLagGauge } from './consumer-lag.gauge';
+import { dedupeId } from './dedupe-id';
 
 /** The bus was closed; publish and subscribe are refused. */
 export class BusClosedError extends RstarError {
@@ -67,11 +68,18 @@ export class InProcessBus implements EventBus, RawPublisher {
     this.log = opts.logger ?? createLogger('in-process-bus');
   }
 
-  /** Append events to the stream (dropping ids already seen in the window) and wake the consumers. */
+  /**
+   * Append events to the stream (dropping a copy of an event seen in the window: same subject, id and
+   * content, see `dedupeId`; a different content under a taken id goes through, to the archive's id
+   * collision alarm) and wake the consumers.
+   */
   async publish(events: RstarEvent | readonly RstarEvent[]): Promise<void> {
     const list = (Array.isArray(events) ? events : [events]) as readonly RstarEvent[];
     for (const e of list) stampTraceparent(e);
-    for (const e of list) this.append(busSubjectOf(this.prefix, e.type as EventType), JSON.stringify(e), e.id);
+    for (const e of list) {
+      const subject = busSubjectOf(this.prefix, e.type as EventType);
+      this.append(subject, JSON.stringify(e), e.id, dedupeId(subject, e));
+    }
     this.wake();
   }
 
@@ -144,13 +152,14 @@ export class InProcessBus implements EventBus, RawPublisher {
     }
   }
 
-  private append(subject: string, payload: string, id: string | null): void {
+  /** `id` names the message (dead letters, logs); `key` (default `id`) is what the window deduplicates by. */
+  private append(subject: string, payload: string, id: string | null, key: string | null = id): void {
     if (this.closed) throw new BusClosedError();
     const now = Date.now();
-    if (id !== null) {
+    if (key !== null) {
       this.pruneSeen(now);
-      if (this.seen.has(id)) return;
-      this.seen.set(id, now);
+      if (this.seen.has(key)) return;
+      this.seen.set(key, now);
     }
     const seq = this.nextSeq++;
     this.logMsgs.push({ seq, subject, payload, msgId: id ?? `seq-${seq}` });

@@ -34,6 +34,20 @@ describe('InProcessBus', () => {
     await bus.close();
   });
 
+  it('a copy with other content under a taken id is not deduplicated (it goes on, to the archive\'s collision alarm); an identical copy is', async () => {
+    const bus = new InProcessBus({ logger: quiet });
+    const seen: string[] = [];
+    await bus.subscribe({ durable: 'a', types: ['RunFailed'], handler: async (e) => void seen.push(e.type === 'RunFailed' ? e.data.error : '') });
+    const first = ev(1);
+    await bus.publish(first);
+    await bus.publish({ ...ev(1), data: { error: 'squatted' } } as RstarEvent);
+    await bus.publish(ev(1)); // an honest re-publish: new meta, same content
+    await until(() => seen.length >= 2, 'two deliveries');
+    expect(bus.published).toBe(2);
+    expect(seen).toEqual(['e1', 'squatted']);
+    await bus.close();
+  });
+
   it('a new durable starts at new messages; a re-subscribed durable resumes where it stopped', async () => {
     const bus = new InProcessBus({ logger: quiet });
     await bus.publish([ev(1), ev(2)]);

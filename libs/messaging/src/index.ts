@@ -4,6 +4,7 @@ export * from './backoff';
 export * from './delivery';
 export * from './in-process.bus';
 export * from './jetstream.bus';
+export * from './dedupe-id';
 export * from './jetstream.publisher';
 export * from './bus.errors';
 export * from './service.env';

@@ -25,6 +25,7 @@ import { stampTraceparent } from './trace.propagation';
 import { natsSecurityConnectOptions } from './nats-security.options';
 import { BusOptionError, BusWaitTimeoutError, isConsumerNotFound, isStreamNotFound } from './bus.errors';
 import { consumerLagGauge } from './consumer-lag.gauge';
+import { dedupeId, eventIdOfMsgId } from './dedupe-id';
 
 /**
  * The stream is not there and this client may not create it (secured mode: only the control plane
@@ -82,21 +83,10 @@ export interface JetStreamBusOptions {
 
 
 /**
- * The `Nats-Msg-Id` JetStream deduplicates a publish by: the subject and the event id. Ids are
- * predictable (`StepCompleted:<run>:0`), and the stream's duplicate window spans every subject, so an id
- * alone would let any principal squat the id of an event it may not produce by publishing it early on
- * its own subject, and the real event would be dropped as a duplicate. Only a producer of the subject's
- * type can publish there, so with the subject in it, an id can only collide with its own producer's.
- */
-export function dedupeId(subject: string, eventId: string): string {
-  return `${subject}|${eventId}`;
-}
-
-/**
  * {@link EventBus} on NATS JetStream (docs/design/architecture.md §4). At {@link JetStreamBus.connect} it ensures
  * the stream (file storage, subjects `<prefix>.>`, 2 min duplicate window, `replicas` copies on a
  * cluster; durable consumers inherit the stream's replica count). `publish` sets
- * `Nats-Msg-Id` = subject and event id ({@link dedupeId}) and the W3C `traceparent` (header and `meta.traceparent`, see
+ * `Nats-Msg-Id` = subject, event id and content digest ({@link dedupeId}) and the W3C `traceparent` (header and `meta.traceparent`, see
  * {@link stampTraceparent}), awaits the publish ack, and retries with
  * backoff while the server is unreachable (the msg id makes a retried publish a no-op). Each
  * subscription is a durable pull consumer with explicit ack; because nats-server 2.9 allows one filter
@@ -211,7 +201,7 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
       while (next < list.length) {
         const e = list[next++];
         const subject = busSubjectOf(this.prefix, e.type as EventType);
-        await this.publishOne(subject, JSON.stringify(e), dedupeId(subject, e.id), e.meta.traceparent);
+        await this.publishOne(subject, JSON.stringify(e), dedupeId(subject, e), e.meta.traceparent);
       }
     };
     await Promise.all(Array.from({ length: Math.min(window, list.length) }, worker));
@@ -355,8 +345,8 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
   async deadLetter(consumer: string, m: JsMsg, reason: string, field: string | null): Promise<void> {
     const subject = toContractSubject(this.prefix, m.subject);
     const header = m.headers?.get('Nats-Msg-Id');
-    // The event id for people (the header also carries the subject, see dedupeId).
-    const msgId = header ? header.slice(header.indexOf('|') + 1) : `seq-${m.seq}`;
+    // The event id for people (the header also carries the subject and the content digest, see dedupeId).
+    const msgId = header ? eventIdOfMsgId(header) : `seq-${m.seq}`;
     logDeadLetter(this.log, consumer, subject, msgId, reason, field);
     await this.publish(deadLetterEvent({ consumer, subject, msgId, payload: m.data, reason, field }));
   }

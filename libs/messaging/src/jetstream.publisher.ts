@@ -3,6 +3,7 @@ import * as transport from '@nats-io/transport-node';
 import type { Logger } from '@rstar/telemetry';
 import { backoffDelay } from './backoff';
 import { BusClosedError } from './in-process.bus';
+import { eventIdOfMsgId } from './dedupe-id';
 import { natsHeaders, type NatsConnection } from './nats-compat';
 
 /** A publish JetStream did not acknowledge before the deadline (the server stayed down or kept refusing). */
@@ -108,7 +109,7 @@ export class JetStreamPublisher {
       for (const [token, p] of this.pending) {
         if (p.subject !== err.subject) continue;
         this.pending.delete(token);
-        const denied = new PublishDeniedError(p.subject, eventIdOf(p.msgId));
+        const denied = new PublishDeniedError(p.subject, eventIdOfMsgId(p.msgId));
         this.opts.log.error(denied.message, { subject: p.subject, msgId: p.msgId, code: denied.code });
         p.reject(denied);
       }
@@ -189,7 +190,7 @@ export class JetStreamPublisher {
     if (this.closed) return p.reject(new BusClosedError());
     const msg = err instanceof Error ? err.message : String(err);
     if (Date.now() > p.deadline) {
-      return p.reject(new PublishTimeoutError(`publish of ${p.msgId ? eventIdOf(p.msgId) : p.subject} not acked before the deadline: ${msg}`, eventIdOf(p.msgId)));
+      return p.reject(new PublishTimeoutError(`publish of ${p.msgId ? eventIdOfMsgId(p.msgId) : p.subject} not acked before the deadline: ${msg}`, eventIdOfMsgId(p.msgId)));
     }
     if (p.attempt === 1 || p.attempt % 20 === 0) {
       this.opts.log.warn('publish failed; retrying', { subject: p.subject, msgId: p.msgId, attempt: p.attempt, err: msg });
@@ -200,7 +201,3 @@ export class JetStreamPublisher {
   }
 }
 
-/** The event id in a `Nats-Msg-Id` (`<subject>|<event id>`, see `dedupeId`; a raw publish's id as is). */
-function eventIdOf(msgId: string | null): string {
-  return msgId ? msgId.slice(msgId.indexOf('|') + 1) : '';
-}

@@ -38,8 +38,9 @@ export class ReadModelsConnection extends Dependency<ReadModels> implements OnMo
 }
 
 /**
- * {@link ReadModelsConnection} from `RSTAR_DATABASE_URL` and `RSTAR_DB_SCHEMA` (the archive's settings,
- * see `storeEnv`). Imported by the services that query or project the read models. Global.
+ * {@link ReadModelsConnection} from `RSTAR_DATABASE_URL`, `RSTAR_DB_SCHEMA` and `RSTAR_DB_MIGRATE` (the
+ * archive's settings, see `storeEnv`; the tables live in schema `<RSTAR_DB_SCHEMA>_read`, and a role that
+ * may not migrate only checks them). Imported by the services that query or project the read models. Global.
  */
 @Global()
 @Module({})
@@ -52,7 +53,11 @@ export class ReadModelsModule {
           provide: ReadModelsConnection,
           inject: [ConfigService, ReadinessRegistry, SERVICE_NAME],
           useFactory: (cfg: ConfigService, registry: ReadinessRegistry, service: string) =>
-            new ReadModelsConnection({ connectionString: cfg.get('RSTAR_DATABASE_URL') as string, schema: cfg.get('RSTAR_DB_SCHEMA') || undefined }, registry, service),
+            new ReadModelsConnection(
+              { connectionString: cfg.get('RSTAR_DATABASE_URL') as string, schema: cfg.get('RSTAR_DB_SCHEMA') || undefined, migrate: cfg.get('RSTAR_DB_MIGRATE') !== 'false' },
+              registry,
+              service,
+            ),
         },
       ],
       exports: [ReadModelsConnection],

@@ -15,8 +15,10 @@ import { RowWriter } from './row.writer';
 
 /** Options of {@link ReadModelProjector}. */
 export interface ProjectorOptions {
-  /** The archive's schema (the DataSource's). */
+  /** The archive's schema (its `events` table). */
   schema: string;
+  /** The read models' schema (the DataSource's: tables and checkpoints). */
+  readModelSchema: string;
   /** Checkpoint name (default `read-models`). */
   name?: string;
   /** Events per transaction (default 1000). */
@@ -52,7 +54,10 @@ const batchSeconds = () => histogram('rstar_projection_batch_seconds', 'Time to 
 export class ReadModelProjector {
   readonly name: string;
   private readonly log: Logger;
+  /** The read models' schema, quoted. */
   private readonly t: string;
+  /** The archive's events table, schema-qualified. */
+  private readonly events: string;
   private readonly writers: {
     runs: RowWriter<RunEntity>; steps: RowWriter<StepEntity>; groups: RowWriter<GroupEntity>; rollouts: RowWriter<RolloutEntity>; calls: RowWriter<ToolCallEntity>;
   };
@@ -64,7 +69,8 @@ export class ReadModelProjector {
   ) {
     this.name = opts.name ?? 'read-models';
     this.log = opts.logger ?? createLogger('projector');
-    this.t = `"${opts.schema}"`;
+    this.t = `"${opts.readModelSchema}"`;
+    this.events = `"${opts.schema}".events`;
     this.writers = {
       runs: new RowWriter(ds, RunEntity), steps: new RowWriter(ds, StepEntity), groups: new RowWriter(ds, GroupEntity),
       rollouts: new RowWriter(ds, RolloutEntity), calls: new RowWriter(ds, ToolCallEntity),
@@ -135,7 +141,7 @@ export class ReadModelProjector {
   /** Archived events not applied yet (also set as the `rstar_projection_lag_events` gauge). */
   async lag(): Promise<number> {
     const cp = await this.checkpoint();
-    const r = await this.ds.query(`SELECT count(*)::bigint AS n FROM ${this.t}.events WHERE (transaction_id, global_position) > ($1::xid8, $2::bigint)`, [cp.txid, cp.position]);
+    const r = await this.ds.query(`SELECT count(*)::bigint AS n FROM ${this.events} WHERE (transaction_id, global_position) > ($1::xid8, $2::bigint)`, [cp.txid, cp.position]);
     const n = Number(r[0].n);
     lagGauge().set({ projection: this.name }, n);
     return n;
@@ -169,7 +175,7 @@ export class ReadModelProjector {
     const rows: any[] = await m.query(
       `SELECT global_position, transaction_id::text AS txid, id, type, version, run_id, stream_id, recorded_at,
               CASE WHEN type = ANY($4::text[]) THEN data END AS data, CASE WHEN type = ANY($4::text[]) THEN meta END AS meta
-       FROM ${this.t}.events
+       FROM ${this.events}
        WHERE (transaction_id, global_position) > ($1::xid8, $2::bigint) AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
        ORDER BY transaction_id, global_position LIMIT $3`,
       [after.txid, after.position, limit, PROJECTED_TYPES],

@@ -105,13 +105,14 @@ export class ReadModelRepository {
    * Runs that may still have work in flight: those the read models show running, plus every run with
    * events the projector has not applied yet (a run started a moment ago). Exact whatever the projector's
    * lag; what the resampler rebuilds its open groups from after a restart (per-run queries, no scan).
-   * `schema` is the archive's; `projection` the checkpoint to compare with (default `read-models`).
+   * `schema` is the archive's, `readModelSchema` the read models'; `projection` the checkpoint to compare
+   * with (default `read-models`).
    */
-  async openRunIds(schema: string, projection = 'read-models'): Promise<string[]> {
+  async openRunIds(schema: string, readModelSchema: string, projection = 'read-models'): Promise<string[]> {
     const running = await this.runningRunIds(10_000);
     const rows: Array<{ run_id: string }> = await this.ds.query(
       `SELECT DISTINCT e.run_id FROM "${schema}".events e
-       LEFT JOIN "${schema}".projection_checkpoints c ON c.name = $1
+       LEFT JOIN "${readModelSchema}".projection_checkpoints c ON c.name = $1
        WHERE (e.transaction_id, e.global_position) > (COALESCE(c.txid, '0')::xid8, COALESCE(c.position, 0))`,
       [projection],
     );

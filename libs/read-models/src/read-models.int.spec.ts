@@ -39,7 +39,7 @@ describe('read models (typeorm) equal the in-memory projections of libs/replay',
   };
   const dump = async (): Promise<Record<string, unknown[]>> => {
     const out: Record<string, unknown[]> = {};
-    for (const t of READ_MODEL_TABLES) out[t] = await rm.dataSource.query(`SELECT * FROM "${schema}"."${t}" ORDER BY 1, 2`);
+    for (const t of READ_MODEL_TABLES) out[t] = await rm.dataSource.query(`SELECT * FROM "${schema}_read"."${t}" ORDER BY 1, 2`);
     return out;
   };
 
@@ -62,7 +62,7 @@ describe('read models (typeorm) equal the in-memory projections of libs/replay',
     await store?.close();
     const c = new Client({ connectionString: PG_URL });
     await c.connect();
-    await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE; DROP SCHEMA IF EXISTS "${schema}_read" CASCADE`);
     await c.end();
   });
 

@@ -45,7 +45,7 @@ describe('control-plane: archiver and runs API over real NATS and Postgres', () 
     }
     const c = new Client({ connectionString: PG_URL });
     await c.connect();
-    await c.query(`DROP SCHEMA IF EXISTS "${tag}" CASCADE`);
+    await c.query(`DROP SCHEMA IF EXISTS "${tag}" CASCADE; DROP SCHEMA IF EXISTS "${tag}_read" CASCADE`);
     await c.end();
   });
 

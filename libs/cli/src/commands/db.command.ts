@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { Client } from 'pg';
 import { ARCHIVE_LOGINS, archiveRoleNames, archiveRolesSql, EventStore, LATEST_MIGRATION } from '@rstar/event-store';
+import { ReadModels, readModelSchemaOf } from '@rstar/read-models';
 import { CliInputError } from '../cli.errors';
 
 function databaseUrl(o: { database?: string }): string {
@@ -11,10 +12,19 @@ function databaseUrl(o: { database?: string }): string {
   return url;
 }
 
+/** Apply the archive's migrations and the read models' (schema `<schema>_read`) as the role of `url`. */
+async function migrateAll(url: string, schema: string): Promise<void> {
+  const store = await EventStore.connect({ connectionString: url, schema, maxConnections: 1 });
+  await store.close();
+  const rm = await ReadModels.open({ connectionString: url, schema, poolSize: 1 });
+  await rm.close();
+}
+
 /**
  * `rstar db migrate|roles`: the archive's schema and its least-privilege roles (docs/security.md).
- * - `migrate [--database URL] [--schema S]`: apply pending migrations (as the owner role, or a superuser
- *   the first time); services with `RSTAR_DB_MIGRATE=false` only check the schema is current.
+ * - `migrate [--database URL] [--schema S]`: apply pending migrations of the archive (schema S) and of the
+ *   read models (schema `S_read`), as the migration role (`<prefix>owner`, or a superuser the first time);
+ *   services with `RSTAR_DB_MIGRATE=false` only check both are current.
  * - `roles [--database URL] [--schema S] [--prefix rstar_] [--passwords-out FILE] [--print]`: create or
  *   update the roles (`archiveRolesSql`; as a superuser), each login with a new random password, and
  *   write each service's connection URL to FILE (0600); `--print` only prints the SQL.
@@ -23,13 +33,12 @@ export function register(program: Command): void {
   const db = program.command('db').description("the archive's schema and roles");
 
   db.command('migrate')
-    .description('apply pending archive migrations')
-    .option('--database <url>', 'Postgres URL (default env RSTAR_DATABASE_URL)')
+    .description('apply pending migrations of the archive and the read models (as the migration role)')
+    .option('--database <url>', 'Postgres URL of the migration role (default env RSTAR_DATABASE_URL)')
     .option('--schema <name>', 'event-store schema', 'rstar')
     .action(async (o: { database?: string; schema: string }) => {
-      const store = await EventStore.connect({ connectionString: databaseUrl(o), schema: o.schema, maxConnections: 1 });
-      await store.close();
-      process.stdout.write(`archive schema ${o.schema} is at migration ${LATEST_MIGRATION}\n`);
+      await migrateAll(databaseUrl(o), o.schema);
+      process.stdout.write(`archive schema ${o.schema} is at migration ${LATEST_MIGRATION}; read models in ${readModelSchemaOf(o)} are current\n`);
     });
 
   db.command('roles')
@@ -48,9 +57,8 @@ export function register(program: Command): void {
       const url = databaseUrl(o);
       const names = archiveRoleNames(o.prefix);
       const passwords = Object.fromEntries(ARCHIVE_LOGINS.map((l) => [l, randomBytes(24).toString('base64url')]));
-      // The schema must exist before it can be handed to its owner.
-      const store = await EventStore.connect({ connectionString: url, schema: o.schema, maxConnections: 1 });
-      await store.close();
+      // The schemas and their tables must exist before they can be handed to the migration role.
+      await migrateAll(url, o.schema);
       const c = new Client({ connectionString: url });
       await c.connect();
       try {
@@ -66,8 +74,9 @@ export function register(program: Command): void {
       });
       writeFileSync(o.passwordsOut, lines.join('\n') + '\n', { mode: 0o600 });
       process.stdout.write(
-        `roles of schema ${o.schema}: ${Object.values(names.logins).join(', ')} (groups ${names.writer}, ${names.reader}, ${names.readModels})\n` +
-          `connection URLs (RSTAR_DATABASE_URL per service) written to ${o.passwordsOut}\n`,
+        `roles of schema ${o.schema} and ${readModelSchemaOf(o)}: ${Object.values(names.logins).join(', ')} (groups ${names.writer}, ${names.reader}, ${names.readModels})\n` +
+          `connection URLs (RSTAR_DATABASE_URL per service, with RSTAR_DB_MIGRATE=false) written to ${o.passwordsOut}; ` +
+          `the line "owner" is the migration role: for \`rstar db migrate\` only\n`,
       );
     });
 }

@@ -54,7 +54,7 @@ describe('rstar replay verify: tamper evidence of the archive', () => {
     await store.close();
   });
   afterAll(async () => {
-    await superuser(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await superuser(`DROP SCHEMA IF EXISTS "${schema}" CASCADE; DROP SCHEMA IF EXISTS "${schema}_read" CASCADE`);
     rmSync(dir, { recursive: true, force: true });
   });
 

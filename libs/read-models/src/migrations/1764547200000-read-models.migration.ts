@@ -8,7 +8,7 @@ function schemaOf(q: QueryRunner): string {
 
 /**
  * The read models' first schema: `runs`, `steps`, `groups`, `rollouts`, `tool_calls` and
- * `projection_checkpoints`, beside the archive's `events` table in the same schema. Run by typeorm's
+ * `projection_checkpoints`, in the schema the DataSource was opened on (the read models' own). Run by typeorm's
  * migration runner (`openReadModels`); the entity definitions must match (a test checks that typeorm's
  * schema diff is empty).
  */

@@ -1,0 +1,124 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dropArchiveRolesSql } from '@rstar/event-store';
+import { JetStreamBus, securedBusOptionsFromEnv } from '@rstar/messaging';
+import { generateSecrets, type GeneratedSecrets, type Principal } from '@rstar/security';
+import { createLogger } from '@rstar/telemetry';
+import { freeLocalPort, natsServerVersion, sampleEvent, startNatsServer, until, type NatsServerProcess } from '@rstar/testing';
+import { createPrivateDatabase, REPO_ROOT, ServiceProcess, type PrivateDatabase } from '../support/service-process';
+
+const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
+const version = natsServerVersion();
+
+/** Run the real CLI; resolves with its exit code and output. */
+function cli(args: string[]): { status: number | null; out: string } {
+  const r = spawnSync(join(REPO_ROOT, 'node_modules/.bin/tsx'), ['libs/cli/src/main.ts', ...args], {
+    cwd: REPO_ROOT, encoding: 'utf8', timeout: 180_000, env: { ...process.env, RSTAR_LOG_LEVEL: 'warn' },
+  });
+  return { status: r.status, out: `${r.stdout}${r.stderr}` };
+}
+
+async function sql(url: string, text: string, params: unknown[] = []): Promise<any[]> {
+  const c = new Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query(text, params)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+async function failsWith(url: string, text: string): Promise<string | null> {
+  return sql(url, text).then(() => null, (e: { code?: string }) => e.code ?? String(e));
+}
+
+/**
+ * Issue 27, docs that work as written: on a fresh database, `rstar db roles` (as a superuser) migrates the
+ * archive and the read models and writes one URL per service; the control plane, the resampler and the
+ * optimizer start with theirs on a secured stack (RSTAR_REQUIRE_AUTH, RSTAR_DB_MIGRATE=false) and do their work (archive,
+ * project, read the open runs); none of those roles may do what only the migration role may (disable the
+ * append-only trigger, use the migration flag, change a table), and `rstar db migrate` runs as that role.
+ */
+describe.skipIf(!version)('rstar db roles: each service starts with the URL printed for it, and only the migration role migrates', () => {
+  let dir: string;
+  let secrets: GeneratedSecrets;
+  let nats: NatsServerProcess;
+  let db: PrivateDatabase;
+  let urls: Record<string, string>;
+  const prefix = `dbr${process.pid}${Date.now().toString(36)}_`;
+  const services: ServiceProcess[] = [];
+  const buses: JetStreamBus[] = [];
+  const log = createLogger('db-roles-test', { write: () => undefined });
+  const connectAs = async (p: Principal) => {
+    const bus = await JetStreamBus.connect({ servers: nats.url, name: `test-${p}`, logger: log, ...securedBusOptionsFromEnv(p, { RSTAR_SECRETS_DIR: secrets.principals[p].dir }) });
+    buses.push(bus);
+    return bus;
+  };
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'rstar-dbroles-'));
+    secrets = generateSecrets({ outDir: join(dir, 'secrets') });
+    nats = await startNatsServer({ config: secrets.natsAuthConfig });
+    await connectAs('control-plane');
+    db = await createPrivateDatabase(PG_URL, `dbroles_${process.pid}_${Date.now()}`);
+    const file = join(dir, 'db-urls.txt');
+    const made = cli(['db', 'roles', '--database', db.url, '--prefix', prefix, '--passwords-out', file]);
+    expect(made.status, made.out).toBe(0);
+    urls = Object.fromEntries(readFileSync(file, 'utf8').trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+  }, 240_000);
+  afterAll(async () => {
+    for (const s of services) await s.stop();
+    for (const b of buses) await b.close().catch(() => undefined);
+    await nats?.stop();
+    await db?.drop();
+    await sql(PG_URL, dropArchiveRolesSql(prefix)).catch(() => undefined);
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }, 60_000);
+
+  it('writes a URL per login, none of them a superuser', async () => {
+    expect(Object.keys(urls).sort()).toEqual(['control_plane', 'operator', 'optimization', 'owner', 'resampling']);
+    for (const [login, url] of Object.entries(urls)) {
+      expect(new URL(url).username, login).toBe(`${prefix}${login}`);
+      expect((await sql(url, 'SELECT rolsuper FROM pg_roles WHERE rolname = current_user'))[0].rolsuper, login).toBe(false);
+    }
+  });
+
+  it('control-plane, resampling and optimization start secured with their URLs, archive, project and read; their roles cannot do owner-only operations', async () => {
+    const env = (p: Principal, login: string) => ({
+      RSTAR_NATS_URL: nats.url, RSTAR_DATABASE_URL: urls[login], RSTAR_DB_MIGRATE: 'false', RSTAR_REQUIRE_AUTH: 'true', RSTAR_SECRETS_DIR: secrets.principals[p].dir,
+    });
+    // optimization reaches its engines only when a run starts: an address nobody answers on is enough here.
+    const extra: Record<string, Record<string, string>> = { optimization: { RSTAR_ENGINES: 'builtin=http://127.0.0.1:9', RSTAR_CHECKPOINT_DIR: join(dir, 'ckpt') } };
+    for (const [p, login] of [['control-plane', 'control_plane'], ['resampling', 'resampling'], ['optimization', 'optimization']] as const) {
+      const svc = new ServiceProcess({ name: p, entry: `services/${p}/src/main.ts`, port: await freeLocalPort(), env: { ...env(p, login), ...extra[p] }, startTimeoutMs: 150_000 });
+      services.push(svc);
+      // start() resolves once /health/ready answers 200: Postgres (as this role), the read models and NATS are up.
+      await svc.start();
+    }
+    const runId = `run-${prefix}`;
+    await (await connectAs('cli')).publish(sampleEvent('RunStarted', { runId, key: runId, producer: 'cli' }));
+    // The control plane archives it (its role appends) and projects it (its role writes the read models).
+    await until(async () => (await sql(db.url, `SELECT status FROM rstar_read.runs WHERE run_id = $1`, [runId]))[0]?.status === 'running', 'the run in the read models', { timeoutMs: 90_000 });
+    expect((await sql(db.url, `SELECT count(*)::int AS n FROM rstar.events WHERE run_id = $1`, [runId]))[0].n).toBe(1);
+    for (const s of services) expect(s.running, s.opts.name).toBe(true);
+
+    for (const login of ['control_plane', 'resampling', 'optimization', 'operator']) {
+      const url = urls[login];
+      expect(await failsWith(url, 'ALTER TABLE rstar.events DISABLE TRIGGER events_append_only_rows'), login).toBe('42501');
+      expect(await failsWith(url, `BEGIN; SET LOCAL rstar.migrating = 'on'; DELETE FROM rstar.events; COMMIT;`), login).toBe('42501');
+      expect(await failsWith(url, 'ALTER TABLE rstar.events ADD COLUMN x int'), login).toBe('42501');
+      expect(await failsWith(url, 'ALTER TABLE rstar_read.runs ADD COLUMN x int'), login).toBe('42501');
+      expect(await failsWith(url, 'CREATE TABLE rstar.x (a int)'), login).toBe('42501');
+    }
+    expect((await sql(db.url, `SELECT count(*)::int AS n FROM rstar.events WHERE run_id = $1`, [runId]))[0].n).toBe(1);
+
+    // Migrations run as the migration role (nothing pending here), and not as a service's.
+    const migrated = cli(['db', 'migrate', '--database', urls.owner]);
+    expect(migrated.status, migrated.out).toBe(0);
+    expect(migrated.out).toMatch(/archive schema rstar is at migration \d+; read models in rstar_read are current/);
+  }, 400_000);
+});
