@@ -117,7 +117,7 @@ class Scheduler:
         self.stopping = False
         self.stats = {"num_retractions": 0, "num_retracted_tokens": 0, "prefill_tokens": 0, "generated_tokens": 0,
                       "decode_steps": 0, "prefill_batches": 0, "finished_requests": 0, "aborted_requests": 0, "max_kv_tokens_in_use": 0,
-                      "weight_updates": 0}
+                      "weight_updates": 0, "memory_releases": 0}
         self.thread = threading.Thread(target=self._loop, name="engine-scheduler", daemon=True)
 
     def _eos_ids(self) -> set[int]:
@@ -212,6 +212,7 @@ class Scheduler:
                     self._finish(r, {"type": "abort", "message": "engine memory released"})
                 self.state = None
                 self.released.update(tags)
+                self.stats["memory_releases"] += 1
             if "weights" in tags and not weights_on_meta(self.runner.model):
                 self._buffers = offload_weights(self.runner.model)
             return {"success": True, "message": f"released {tags}", "released": sorted(self.released)}
