@@ -104,3 +104,39 @@ def test_sigkill_between_sharded_checkpoints_replays_and_keeps_last_two(tiny_mod
     assert _versions_on_disk(run_dir / "optimizer") == [4, 6]
     # HF exports: milestones v3 and v6 (exportEvery 3; v6 is also final) plus the two newest others.
     assert _versions_on_disk(state / "checkpoints" / RUN) == [3, 4, 5, 6]
+
+
+def test_replay_that_gives_other_weights_fails_the_step(tiny_model, tmp_path):
+    """A replayed version is checked against the digest recorded when it was first trained: a record that
+    does not match (here: altered on disk) fails the step with ``replay_diverged`` instead of training on."""
+    import json
+
+    run = "run:diverged"
+    batches = [(str(tmp_path / f"d{i}.safetensors"), random_sequences(4, 10, 20, 500, seed=50 + i)) for i in range(4)]
+    hashes = [write_batch(p, s, run, i, i) for i, (p, s) in enumerate(batches)]
+
+    def body(i):
+        return {"batchUri": batches[i][0], "batchHash": hashes[i], "policyVersion": i, "optimizer": {"lr": 1e-2}, "checkpoints": {"every": 2}}
+
+    state = tmp_path / "state"
+    w = _serve(tiny_model, state)
+    try:
+        for i in range(3):
+            assert http("PUT", f"{w.url}/v1/runs/{run}/steps/{i}", body(i))[0] == 202
+            assert wait_result(w.url, run, i)[0] == 200
+    finally:
+        w.stop()
+    # Version 3 has no sharded checkpoint (3rd trained step, every 2): a restart must replay step 2.
+    vpath = state / "runs" / run / "versions" / "3.json"
+    doc = json.loads(vpath.read_text())
+    doc["weightsDigest"] = "0" * 64
+    vpath.write_text(json.dumps(doc))
+    w2 = _serve(tiny_model, state)
+    try:
+        assert http("PUT", f"{w2.url}/v1/runs/{run}/steps/3", body(3))[0] == 202
+        s, r = wait_result(w2.url, run, 3)
+        assert s == 200 and r["state"] == "failed", r
+        assert r["error"]["code"] == "replay_diverged" and "step 2" in r["error"]["message"]
+        assert not (state / "runs" / run / "versions" / "4.json").exists()
+    finally:
+        w2.stop()
