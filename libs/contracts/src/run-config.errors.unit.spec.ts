@@ -86,4 +86,15 @@ describe('run config errors name the field and the fix', () => {
   it('a YAML syntax error names the file', () => {
     expect(() => parseRunConfigYaml('name: x\nstages: [a\n', 'configs/mine.yaml')).toThrow(/^config configs\/mine\.yaml is not valid YAML: /);
   });
+
+  it('checkpoints and colocation: counts >= 1, colocate only on sglang engines', () => {
+    const hf = { stages: [stage], policy: { kind: 'hf' }, trainer: { kind: 'worker' } };
+    const ok = parseRunConfig({ ...hf, engines: [{ kind: 'sglang', url: 'http://e:30000', colocate: true }], checkpoints: { every: 10, keepLast: 2, exportEvery: 100 } });
+    expect(ok.checkpoints).toEqual({ every: 10, keepLast: 2, exportEvery: 100 });
+    expect(ok.engines[0]!.colocate).toBe(true);
+    expect(refused({ ...hf, engines: [{ kind: 'sglang', url: 'http://e:30000' }], checkpoints: { every: 0 } }).field).toBe('checkpoints.every');
+    const e = refused({ ...hf, engines: [{ kind: 'sglang', url: 'http://e:30000' }, { kind: 'vllm', url: 'http://v:8000', colocate: true }] });
+    expect(e.field).toBe('engines.1.colocate');
+    expect(e.message).toMatch(/only sglang engines/);
+  });
 });

@@ -169,6 +169,12 @@ export const RunConfigSchema = z.strictObject({
         url: z.string().url().nullable().default(null),
         /** KV-cache capacity in tokens: the built-in engine's (default policy.model.context x 64) or the reference engine's (65536); real engines report theirs. */
         kvCapacityTokens: z.number().int().positive().nullable().default(null),
+        /**
+         * `sglang`: the engine shares its accelerator with the trainer; around each weight update the adapter
+         * releases its memory (`/release_memory_occupation`, SGLang started with `--enable-memory-saver`) and
+         * resumes weights, loads, then resumes the KV cache. Absent = off.
+         */
+        colocate: z.boolean().optional(),
       }),
     )
     .default([{ kind: 'builtin', url: null, kvCapacityTokens: null }]),
@@ -188,12 +194,21 @@ export const RunConfigSchema = z.strictObject({
    */
   validateOnly: z.boolean().default(false),
   /**
-   * Which step checkpoints a run keeps on disk. Absent = every one (and absent rather than defaulted, so
-   * configs recorded without it stay byte-identical). `keepLast: N` keeps the N newest step checkpoints;
-   * the SFT checkpoint is always kept. Resuming needs only the newest; `rstar replay verify --retrain`
-   * skips steps whose start checkpoint was removed.
+   * Which step checkpoints a run writes and keeps on disk. Absent = every one (and absent rather than
+   * defaulted, so configs recorded without it stay byte-identical). `keepLast: N` keeps the N newest step
+   * checkpoints; the SFT checkpoint is always kept. Resuming needs only the newest; `rstar replay verify
+   * --retrain` skips steps whose start checkpoint was removed. With the trainer worker (docs/deploy.md
+   * "Checkpoint volume"): `every` = trained steps between sharded model + optimizer checkpoints (default 1),
+   * `keepLast` applies to those and to the per-step Hugging Face exports, `exportEvery` = steps between
+   * milestone exports that are never pruned (the run's last step always leaves one).
    */
-  checkpoints: z.strictObject({ keepLast: z.number().int().min(1) }).optional(),
+  checkpoints: z
+    .strictObject({
+      keepLast: z.number().int().min(1).optional(),
+      every: z.number().int().min(1).optional(),
+      exportEvery: z.number().int().min(1).optional(),
+    })
+    .optional(),
   /**
    * Optional experiment trackers that receive each step's metrics, the held-out pass@1 and a sample of
    * rollouts as a table (libs/trackers). Absent = none.
@@ -250,6 +265,10 @@ export function parseRunConfig(input: unknown): RunConfig {
   }
   if (hf && c.engines.some((e) => e.kind === 'builtin')) {
     throw new ConfigError('policy.kind "hf" needs real engines (engines[].kind sglang or vllm; the reference engine of workers/trainer speaks both)', 'engines');
+  }
+  const colocated = c.engines.findIndex((e) => e.colocate && e.kind !== 'sglang');
+  if (colocated >= 0) {
+    throw new ConfigError(`engines.${colocated}.colocate: only sglang engines release and resume their memory around a weight update; remove colocate or use kind sglang`, `engines.${colocated}.colocate`);
   }
   if (!hf) {
     // A built-in run starts exactly one built-in engine of its own: more entries, or a URL, would be ignored.

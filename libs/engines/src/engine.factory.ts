@@ -9,7 +9,8 @@ export const ENGINE_KINDS = ['sglang', 'vllm', 'builtin'] as const;
 
 /**
  * Build adapters from specs `kind=url` (e.g. `sglang=http://h:30000`, `vllm=http://h:8000?model=m&kv=200000`);
- * a bare URL means `sglang`. Ids are `<kind>-<index>` unless the spec has `?id=NAME`.
+ * a bare URL means `sglang`. Ids are `<kind>-<index>` unless the spec has `?id=NAME`; `sglang=...?colocate=1`
+ * releases and resumes the engine's memory around each weight update ({@link SglangAdapter}).
  * `apiKey` is the bearer token every adapter sends (the engines' `--api-key`, or a token of the
  * built-in engine's set with the scopes its routes need).
  * @throws EngineSpecError naming the spec and the fix.
@@ -31,8 +32,12 @@ export function createEngines(specs: readonly string[], retry: RetryPolicy = DEF
     const base = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
     switch (kind) {
       case 'sglang':
-      case 'builtin':
-        return new SglangAdapter(id, base, retry, kind, opts.apiKey ?? null);
+      case 'builtin': {
+        const colocate = params.get('colocate');
+        if (colocate !== null && !['0', '1', 'true', 'false'].includes(colocate)) throw new EngineSpecError(spec, `colocate must be 1 or 0, got "${colocate}"`);
+        if (kind === 'builtin' && (colocate === '1' || colocate === 'true')) throw new EngineSpecError(spec, 'colocate needs an sglang engine (the built-in engine cannot release its memory)');
+        return new SglangAdapter(id, base, retry, kind, opts.apiKey ?? null, { colocate: colocate === '1' || colocate === 'true' });
+      }
       case 'vllm': {
         const kv = params.get('kv');
         if (kv !== null && !(Number(kv) > 0)) throw new EngineSpecError(spec, `kv must be a positive token count, got "${kv}"`);

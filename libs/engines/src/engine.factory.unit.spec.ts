@@ -19,6 +19,9 @@ describe('createEngines', () => {
     expect(() => createEngines(['tgi=http://h:1'])).toThrow(/unknown kind "tgi"/);
     expect(() => createEngines(['sglang=not a url'])).toThrow(expect.objectContaining({ code: 'invalid_engine_spec' }));
     expect(() => createEngines(['vllm=http://h:1?kv=-5'])).toThrow(/kv must be a positive token count/);
+    expect(() => createEngines(['sglang=http://h:1?colocate=yes'])).toThrow(/colocate must be 1 or 0/);
+    expect(() => createEngines(['builtin=http://h:1?colocate=1'])).toThrow(/colocate needs an sglang engine/);
+    expect(createEngines(['sglang=http://h:1?colocate=1'])[0]).toBeInstanceOf(SglangAdapter);
   });
 });
 

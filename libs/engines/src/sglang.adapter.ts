@@ -45,6 +45,11 @@ export class SglangAdapter implements EngineAdapter {
     kind = 'sglang',
     /** Bearer token sent with every request (the engine's `--api-key` / admin token), or null. */
     private readonly apiKey: string | null = null,
+    /**
+     * `colocate`: the engine shares its accelerator with the trainer, so each weight update runs inside a
+     * memory release: release weights + KV cache, resume weights, load, resume the KV cache (SGLang's order).
+     */
+    private readonly opts: { colocate?: boolean } = {},
   ) {
     this.url = url.replace(/\/+$/, '');
     this.kind = kind;
@@ -100,6 +105,44 @@ export class SglangAdapter implements EngineAdapter {
    * `success: false` (e.g. the reference engine refusing a checkpoint without STABLE or with another tokenizer).
    */
   async updateWeights(path: string, opts: { version?: number } = {}): Promise<LoadedWeights> {
+    if (!this.opts.colocate) return this.loadFromDisk(path, opts);
+    await this.releaseMemory(['weights', 'kv_cache']);
+    let loaded: LoadedWeights | undefined;
+    try {
+      await this.resumeMemory(['weights']);
+      loaded = await this.loadFromDisk(path, opts);
+    } finally {
+      // The KV cache comes back even when the load failed, so the engine is never left unable to serve.
+      await this.resumeMemory(['kv_cache']);
+    }
+    return loaded;
+  }
+
+  /**
+   * `POST /release_memory_occupation {tags}`: free the engine's `weights` and/or `kv_cache` (SGLang needs
+   * `--enable-memory-saver`; generation is refused until resumed). @throws EngineResponseError when refused.
+   */
+  async releaseMemory(tags: readonly ('weights' | 'kv_cache')[]): Promise<void> {
+    await this.occupation('/release_memory_occupation', tags);
+  }
+
+  /** `POST /resume_memory_occupation {tags}`: allocate the released regions again. @throws EngineResponseError when refused. */
+  async resumeMemory(tags: readonly ('weights' | 'kv_cache')[]): Promise<void> {
+    await this.occupation('/resume_memory_occupation', tags);
+  }
+
+  private async occupation(route: string, tags: readonly string[]): Promise<void> {
+    try {
+      await requestJson(this.id, this.url, route, { apiKey: this.apiKey, body: { tags }, expectJson: false }, this.retry);
+    } catch (e) {
+      if (e instanceof EngineResponseError) {
+        throw new EngineResponseError(this.id, `${route} ${JSON.stringify(tags)} failed: ${e.message} (a colocated SGLang engine must be started with --enable-memory-saver)`);
+      }
+      throw e;
+    }
+  }
+
+  private async loadFromDisk(path: string, opts: { version?: number }): Promise<LoadedWeights> {
     const body = { model_path: path, ...(opts.version === undefined ? {} : { weight_version: String(opts.version) }) };
     let res: { success?: boolean; message?: string; weight_version?: unknown; manifest_hash?: unknown } | null;
     try {

@@ -317,7 +317,7 @@ async function rlStage(
     store: runEventSource(store), mode: run.runtime.mode, codeVersion: run.codeVersion,
     onStep: (step, stage, metrics) => {
       trainer.beginStep(step + 1);
-      if (config.checkpoints) pruneCheckpoints(join(outDir, 'checkpoints'), config.checkpoints.keepLast);
+      if (config.checkpoints?.keepLast) pruneCheckpoints(join(outDir, 'checkpoints'), config.checkpoints.keepLast);
       records.push({ step, stage, metrics });
       opts.onProgress?.({ phase: 'rl', step, steps, stage, metrics });
     },

@@ -12,6 +12,12 @@ export interface StepRequest {
   optimizer?: Record<string, unknown>;
   checkpointDir?: string | null;
   initFrom?: string | null;
+  /**
+   * Sharded checkpoints and retention (workers/trainer/rstar_trainer/checkpoints.py): sharded model + optimizer
+   * every `every` trained steps, `keepLast` of them and of the per-step exports kept, milestone exports every
+   * `exportEvery` steps and at the `final` step kept for good. Absent = every version kept in full.
+   */
+  checkpoints?: { every: number; keepLast: number | null; exportEvery: number | null; final: boolean };
 }
 
 /** The `rstar.grpo-result/1` result of a finished step (the fields rstar uses). */

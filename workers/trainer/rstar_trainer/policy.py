@@ -34,6 +34,7 @@ from .errors import ModelDirError, RequestError
 from .logprob import DEFAULT_CHUNK_BYTES, LogprobHead, LogprobRequest, chunk_rows_for, install_logprob_head
 from .loss import ppo_token_loss, tis_weight
 from .optim_state import load_optimizer, save_optimizer
+from .checkpoints import weights_digest
 from .model_io import copy_tokenizer_files, mark_stable, validate_model_dir, write_manifest
 from .packing import PackedArrays, filler_pack, pack_sequences, plan_micro_batches
 
@@ -100,6 +101,7 @@ class PolicyTrainer:
         self.save_dtype = torch.float32
         self.loaded_from: str | None = None
         self.num_parameters = 0
+        self.last_weights_digest = ""
         self.vocab_size = 0
         self.head: LogprobHead | None = None
         # Largest fp32 logits block the logprob head forms at once (rows x vocabulary x 4 bytes).
@@ -419,16 +421,20 @@ class PolicyTrainer:
         return out
 
 
-    def save(self, out_dir: str, optimizer_file: str, meta: dict) -> str:
+    def save(self, out_dir: str, optimizer_file: str | None, meta: dict) -> str:
         """Write the checkpoint: the optimizer state (sharded, resumable with any world size), then HF
         weights (``save_pretrained``; a tied ``lm_head`` is left out and tied again on load), the base
         model's tokenizer files, then ``manifest.json`` and ``STABLE``. Written to ``out_dir + '.tmp'``
         and renamed into place. Collective; returns the manifest hash (rank 0; '' elsewhere)."""
         sd = self._gathered_weights()
-        # Every rank writes its own shard of the AdamW state (never gathered on one rank).
-        save_optimizer(self.model, self.optim, optimizer_file, self.ctx)
+        # Every rank writes its own shard of the AdamW state (never gathered on one rank); with sharded
+        # checkpoints (:mod:`.checkpoints`) the caller writes it only at checkpoint steps (None here).
+        if optimizer_file is not None:
+            save_optimizer(self.model, self.optim, optimizer_file, self.ctx)
         if not self.ctx.is_main:
             return ""
+        # What a replay after a restart must reproduce bit for bit (:func:`.checkpoints.weights_digest`).
+        self.last_weights_digest = weights_digest(sd)
         tmp = out_dir.rstrip("/") + ".tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         os.makedirs(tmp)

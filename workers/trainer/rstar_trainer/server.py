@@ -1,7 +1,7 @@
 """``python -m rstar_trainer serve``: the trainer worker's HTTP API.
 
 - ``PUT /v1/runs/{runId}/steps/{step}`` body ``{batchUri, batchHash, policyVersion, loss?, optimizer?,
-  mode?: "grpo"|"sft", checkpointDir?, initFrom?}`` -> 202 ``{state: "queued", ...}`` (training runs in
+  mode?: "grpo"|"sft", checkpointDir?, initFrom?, checkpoints?: {every, keepLast?, exportEvery?, final?}}`` -> 202 ``{state: "queued", ...}`` (training runs in
   the background); a repeat with the same ``batchHash`` -> 200 with the stored result (or 202 while it
   is pending); another ``batchHash`` for the same step -> 409 ``step_conflict`` naming both hashes.
 - ``GET /v1/runs/{runId}/steps/{step}[?wait=SECONDS]`` -> 200 ``rstar.grpo-result/1`` (``state: "done"``)

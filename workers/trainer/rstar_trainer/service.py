@@ -8,7 +8,9 @@ State on disk (``--state-dir``), written atomically (temp file + rename + fsync)
 - ``runs/<runId>/versions/<v>.json``: where policy version ``v`` lives (checkpoint dir, optimizer file,
   trained steps); the run's first version points at the base model;
 - ``runs/<runId>/optimizer/v<v>/``: AdamW state after version ``v`` (sharded DCP directory, one file per
-  rank; any world size resumes it).
+  rank; any world size resumes it); with a request's ``checkpoints`` policy also ``runs/<runId>/model/v<v>/``
+  (fp32 master weights, DCP), only every ``checkpoints.every`` steps, pruned to ``keepLast``
+  (:mod:`.checkpoints`, which also says how a restart between two checkpoints replays the steps since).
 
 Checkpoints go to ``--checkpoint-root/<runId>/v<version>`` unless the request names ``checkpointDir``.
 A step is accepted (202) only after ``request.json`` is on disk; on start the worker re-runs every
@@ -26,6 +28,7 @@ import time
 import traceback
 
 from .batch import load_batch
+from .checkpoints import CheckpointPolicy, model_dir, optimizer_dir, plan_restore, prune, restore, save_sharded
 from .config import LossConfig, OptimizerConfig
 from .distributed import DistContext
 from .errors import (
@@ -77,7 +80,7 @@ def execute_step(ctx: DistContext, trainer: PolicyTrainer, cmd: dict) -> dict:
     batch = None
     try:
         if cmd.get("load"):
-            trainer.load(cmd["load"]["weights"], cmd["load"].get("optimizer"))
+            restore(ctx, trainer, cmd["load"])
         batch = load_batch(cmd["batchUri"], cmd["batchHash"])
         trainer.check_vocab(batch)
     except RstarWorkerError as e:
@@ -98,7 +101,10 @@ def execute_step(ctx: DistContext, trainer: PolicyTrainer, cmd: dict) -> dict:
         while not os.path.exists(os.path.join(hold, f"release-{tag}")):
             time.sleep(0.05)
     save = cmd["save"]
+    if save.get("sharded"):
+        save_sharded(trainer.model, trainer.optim, save["sharded"]["model"], save["sharded"]["optimizer"], ctx)
     metrics["manifestHash"] = trainer.save(save["dir"], save["optimizer"], save["meta"])
+    metrics["weightsDigest"] = trainer.last_weights_digest
     return metrics
 
 
@@ -224,6 +230,7 @@ class StepService:
             raise RequestError(f"mode must be 'grpo' or 'sft', got {mode!r}", "mode")
         loss = LossConfig.parse(body.get("loss"))
         opt = OptimizerConfig.parse(body.get("optimizer"))
+        checkpoints = CheckpointPolicy.parse(body.get("checkpoints"))
         ckpt = body.get("checkpointDir")
         if ckpt is not None and (not isinstance(ckpt, str) or not os.path.isabs(ckpt)):
             raise RequestError("checkpointDir must be an absolute directory path", "checkpointDir")
@@ -273,6 +280,7 @@ class StepService:
                 sd = self._step_dir(run, step)
                 os.replace(os.path.join(sd, "error.json"), os.path.join(sd, f"error.{int(time.time() * 1000)}.json"))
             req = {
+                "checkpoints": None if checkpoints is None else checkpoints.to_json(),
                 "runId": run, "step": step, "batchUri": uri, "batchHash": digest, "policyVersion": pv, "mode": mode,
                 "loss": loss.to_json(), "optimizer": opt.to_json(), "checkpointDir": ckpt, "acceptedAt": time.time(),
                 "attempts": 0, "sequences": batch.num_sequences, "tokens": batch.num_tokens, "batchProtocol": batch.protocol,
@@ -361,25 +369,40 @@ class StepService:
             load = None
             if self.loaded != (run, pv):
                 if not (ver.get("base") and self.loaded == ("", -1) and os.path.abspath(ver["checkpointDir"]) == os.path.abspath(self.base_dir)):
-                    load = {"weights": ver["checkpointDir"], "optimizer": ver.get("optimizer")}
+                    # A restart, or another run was trained since: back to ``pv`` from disk (:mod:`.checkpoints`).
+                    load = plan_restore(self._run_dir(run), pv, versions, self._steps(run), self.base_dir)
             new_v = pv + 1
             ckpt_dir = req.get("checkpointDir") or os.path.join(self.checkpoint_root, run, f"v{new_v}")
-            optim_file = os.path.join(self._run_dir(run), "optimizer", f"v{new_v}")
+            policy = CheckpointPolicy.parse(req.get("checkpoints"))
+            trained = ver.get("trainedSteps", 0) + 1
+            sharded = None
+            if policy is None:
+                optim_file = optimizer_dir(self._run_dir(run), new_v)  # the older layout: AdamW state every version
+            else:
+                optim_file = None
+                if policy.sharded_at(trained):
+                    sharded = {"model": model_dir(self._run_dir(run), new_v), "optimizer": optimizer_dir(self._run_dir(run), new_v)}
             cmd = {
                 "op": "step", "runId": run, "step": step, "load": load, "batchUri": req["batchUri"], "batchHash": req["batchHash"],
                 "loss": req["loss"], "optimizer": req["optimizer"], "mode": req["mode"], "trainedSteps": ver.get("trainedSteps", 0),
-                "save": {"dir": ckpt_dir, "optimizer": optim_file, "meta": {"runId": run, "step": step, "policyVersion": new_v, "batchHash": req["batchHash"]}},
+                "save": {"dir": ckpt_dir, "optimizer": optim_file, "sharded": sharded,
+                         "meta": {"runId": run, "step": step, "policyVersion": new_v, "batchHash": req["batchHash"]}},
             }
             self.loaded = None  # the weights are in flux until the step is committed
             self.ctx.broadcast(cmd)
             metrics = execute_step(self.ctx, self.trainer, cmd)
             digest = metrics.pop("manifestHash")
+            wdigest = metrics.pop("weightsDigest")
             write_json_atomic(
                 os.path.join(self._run_dir(run), "versions", f"{new_v}.json"),
-                {"policyVersion": new_v, "checkpointDir": ckpt_dir, "manifestHash": digest, "optimizer": optim_file,
-                 "trainedSteps": ver.get("trainedSteps", 0) + 1, "step": step, "base": False},
+                {"policyVersion": new_v, "checkpointDir": ckpt_dir, "manifestHash": digest,
+                 "optimizer": sharded["optimizer"] if sharded else optim_file, "model": sharded["model"] if sharded else None,
+                 "weightsDigest": wdigest, "trainedSteps": trained, "step": step, "base": False,
+                 "sharded": policy is not None, "milestone": policy is not None and policy.milestone_at(trained)},
             )
             self.loaded = (run, new_v)
+            if policy is not None:
+                prune(self._versions(run), policy, {os.path.abspath(self.base_dir)})
             secs = time.perf_counter() - t0
             result = {
                 "protocol": RESULT_PROTOCOL, "state": "done", "runId": run, "step": step, "batchHash": req["batchHash"],

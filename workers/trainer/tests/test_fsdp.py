@@ -112,3 +112,47 @@ def test_two_nodes_match_one_process(tiny_model, tmp_path):
     assert moved > 1e-3  # the weights really moved (two AdamW updates at lr 1e-3)
     # The checkpoint written by rank 0 from the sharded model has the same files as a single process's.
     assert sorted(os.listdir(rd["checkpoint"]["uri"])) == sorted(os.listdir(r1["checkpoint"]["uri"]))
+
+
+@pytest.mark.skipif(not torch.distributed.is_gloo_available(), reason="this torch build has no gloo backend")
+def test_sharded_checkpoint_of_two_ranks_resumes_in_one_process(tiny_model, tmp_path):
+    """``checkpoints.every: 1`` on two ranks: each rank writes its shard of the fp32 model and of AdamW
+    (DCP); one process reads both back (resharded) and trains the next step to the weights of a process
+    that ran both steps."""
+    ck = {"checkpoints": {"every": 1}}
+    path = str(tmp_path / "b.safetensors")
+    h = write_batch(path, random_sequences(4, 8, 20, 500, seed=6), "dcp", 0, 0)
+    path1 = str(tmp_path / "b1.safetensors")
+    h1 = write_batch(path1, random_sequences(4, 8, 30, 500, seed=7), "dcp", 1, 1)
+
+    def step(url, p, hh, i):
+        s, _ = http("PUT", f"{url}/v1/runs/dcp/steps/{i}", {"batchUri": p, "batchHash": hh, "policyVersion": i, **BODY, **ck})
+        assert s == 202
+        s, r = wait_result(url, "dcp", i)
+        assert s == 200, r
+        return r
+
+    leader, _follower, both = _two_nodes(tiny_model, str(tmp_path / "dist"))
+    try:
+        step(leader.url, path, h, 0)
+    finally:
+        for p in both:
+            p.stop()
+    shards = sorted(n for n in os.listdir(tmp_path / "dist" / "runs" / "dcp" / "model" / "v1") if n.endswith(".distcp"))
+    assert len(shards) == 2  # one file per rank: the model was never gathered to be saved
+    assert len([n for n in os.listdir(tmp_path / "dist" / "runs" / "dcp" / "optimizer" / "v1") if n.endswith(".distcp")]) == 2
+    single = Proc(py("rstar_trainer", "serve", "--model", tiny_model, "--port", "0", "--state-dir", str(tmp_path / "one"), "--threads", "1")).wait_listening()
+    try:
+        step(single.url, path, h, 0)
+        r1b = step(single.url, path1, h1, 1)
+    finally:
+        single.stop()
+    resumed = Proc(py("rstar_trainer", "serve", "--model", tiny_model, "--port", "0", "--state-dir", str(tmp_path / "dist"), "--threads", "1")).wait_listening()
+    try:
+        rdb = step(resumed.url, path1, h1, 1)
+    finally:
+        resumed.stop()
+    wb = load_file(os.path.join(rdb["checkpoint"]["uri"], "model.safetensors"))
+    w1b = load_file(os.path.join(r1b["checkpoint"]["uri"], "model.safetensors"))
+    assert max(float((wb[k] - w1b[k]).abs().max()) for k in w1b) < 1e-5
+    assert abs(rdb["loss"] - r1b["loss"]) < 1e-5

@@ -11,7 +11,7 @@ import { OptimizationHandler, resumePoint, type RunSummary } from '../driver';
 import { readRunEvents, runEventSource } from '../event-store.sources';
 import { runPrompts } from '../prompt.sources';
 import { resolveDataPath } from '../run-config.loader';
-import { WorkerTrainer, workerLoss, workerOptimizer } from '../worker/worker.trainer';
+import { WorkerTrainer, workerCheckpoints, workerLoss, workerOptimizer } from '../worker/worker.trainer';
 import { runWorkerSft } from './hf-sft.runner';
 import { OPTIMIZATION_STEPS_DURABLE } from '../pipeline.consumers';
 import { checkRunTokenizers } from './tokenizer.check';
@@ -116,6 +116,7 @@ export async function launchHfRun(ev: RstarEvent<'RunStarted'>, config: RunConfi
     const trainer = new WorkerTrainer({
       client, workerRunId: runId, batchDir: dir, mode: 'grpo', initialVersion: version, initFrom: weights,
       loss: (step) => workerLoss(config, step), optimizer: (step) => workerOptimizer(config, step),
+      checkpoints: (step) => workerCheckpoints(config, step),
       stepTimeoutMs: (config.trainer.stepTimeoutS ?? 3600) * 1000,
     });
     const handler = new OptimizationHandler(deps.bus, {

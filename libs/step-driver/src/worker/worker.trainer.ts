@@ -5,7 +5,7 @@ import type { RunConfig } from '@rstar/contracts';
 import { writeBatchV2, type TrainingBatch } from '@rstar/grpo';
 import { stageOf } from '../driver/step.plan';
 import type { Trainer, TrainStepContext, TrainStepMetrics } from '../driver/ports';
-import { TrainerResultError, type StepResult, type TrainerWorkerClient } from '@rstar/workers';
+import { TrainerResultError, type StepRequest, type StepResult, type TrainerWorkerClient } from '@rstar/workers';
 
 /** Options of {@link WorkerTrainer}. */
 export interface WorkerTrainerOptions {
@@ -26,6 +26,8 @@ export interface WorkerTrainerOptions {
   optimizer: (step: number) => Record<string, unknown>;
   /** How long one step may take, in ms. */
   stepTimeoutMs: number;
+  /** The step's `checkpoints` object ({@link workerCheckpoints}); absent or undefined = not sent. */
+  checkpoints?: (step: number) => StepRequest['checkpoints'];
 }
 
 /**
@@ -55,9 +57,13 @@ export class WorkerTrainer implements Trainer {
     const step = ctx.step;
     const file = writeBatchV2(batch, { runId: this.o.workerRunId, step, policyVersion: this.version });
     const uri = this.writeFile(step, file.bytes, file.batchHash);
+    const checkpoints = this.o.checkpoints?.(step);
     const r = await this.o.client.trainStep(
       this.o.workerRunId, step,
-      { batchUri: uri, batchHash: file.batchHash, policyVersion: this.version, mode: this.o.mode, loss: this.o.loss(step), optimizer: this.o.optimizer(step), initFrom: this.o.initFrom ?? null },
+      {
+        batchUri: uri, batchHash: file.batchHash, policyVersion: this.version, mode: this.o.mode, loss: this.o.loss(step), optimizer: this.o.optimizer(step), initFrom: this.o.initFrom ?? null,
+        ...(checkpoints ? { checkpoints } : {}),
+      },
       this.o.stepTimeoutMs,
     );
     this.last = r;
@@ -105,4 +111,16 @@ export function workerOptimizer(config: RunConfig, step: number): Record<string,
     kind: 'adamw', lr: stage.lr, warmupSteps: t.warmupSteps, weightDecay: t.weightDecay, gradClip: t.gradClip, microBatch: t.microBatch,
     microBatchTokens: t.microBatchTokens ?? null, miniBatch: t.miniBatch ?? null, ppoEpochs: t.ppoEpochs ?? 1, gradientCheckpointing: t.gradientCheckpointing ?? false,
   };
+}
+
+/**
+ * The `checkpoints` object of a run's RL step from `config.checkpoints` (undefined when the config has none:
+ * the worker keeps every version in full). `final` marks the run's last step, which always writes a sharded
+ * checkpoint and a kept Hugging Face export.
+ */
+export function workerCheckpoints(config: RunConfig, step: number): StepRequest['checkpoints'] {
+  const c = config.checkpoints;
+  if (!c) return undefined;
+  const total = config.stages.reduce((a, s) => a + s.steps, 0);
+  return { every: c.every ?? 1, keepLast: c.keepLast ?? null, exportEvery: c.exportEvery ?? null, final: step === total - 1 };
 }

@@ -69,11 +69,12 @@ export async function runHfTraining(config: RunConfig, opts: HfTrainingOptions =
     }
     const specs: string[] = [];
     for (const e of config.engines) {
-      if (e.url) specs.push(`${e.kind}=${e.url}`);
+      const colocate = e.colocate ? `${e.url?.includes('?') ? '&' : '?'}colocate=1` : '';
+      if (e.url) specs.push(`${e.kind}=${e.url}${colocate}`);
       else {
         const p = await startReferenceEngine({ model, kvCapacityTokens: e.kvCapacityTokens ?? 65_536, threads: opts.engineThreads ?? 1, maxRunningRequests: 256, weightVersion: '0' });
         procs.push(p);
-        specs.push(`${e.kind}=${p.url}`);
+        specs.push(`${e.kind}=${p.url}${colocate}`);
       }
     }
     say(`engines: ${specs.join(', ')}; trainer worker: ${trainerUrl}`);

@@ -30,6 +30,7 @@ import torch
 
 from ..errors import CheckpointIntegrityError, KvCapacityError, RequestError
 from ..model_io import tokenizer_hash, verify_checkpoint
+from .occupation import MemoryReleasedError, allocate_weights, offload_weights, weights_on_meta
 from .runner import BatchState, Runner
 from .sampling import SamplingParams, make_generator, sample_token
 
@@ -65,9 +66,13 @@ class Request:
 
 @dataclass
 class WeightUpdate:
+    """A weight load (``path``) or, with ``op`` set, another change of the model (memory release/resume)
+    that the scheduler thread runs once no request is running."""
+
     path: str
     version: str | None
     abort_all: bool
+    op: object | None = None
     done: threading.Event = field(default_factory=threading.Event)
     result: dict | None = None
 
@@ -106,10 +111,13 @@ class Scheduler:
         self.admitting: list[Request] = []
         self.state: BatchState | None = None
         self.update: WeightUpdate | None = None
+        # Memory regions released (:mod:`.occupation`) and the CPU copies of the buffers while weights are.
+        self.released: set[str] = set()
+        self._buffers: dict[str, torch.Tensor] = {}
         self.stopping = False
         self.stats = {"num_retractions": 0, "num_retracted_tokens": 0, "prefill_tokens": 0, "generated_tokens": 0,
                       "decode_steps": 0, "prefill_batches": 0, "finished_requests": 0, "aborted_requests": 0, "max_kv_tokens_in_use": 0,
-                      "weight_updates": 0}
+                      "weight_updates": 0, "memory_releases": 0}
         self.thread = threading.Thread(target=self._loop, name="engine-scheduler", daemon=True)
 
     def _eos_ids(self) -> set[int]:
@@ -151,6 +159,11 @@ class Scheduler:
             )
         req = Request(rid=rid, prompt=list(prompt), sp=sp, max_new=max_new, gen=make_generator(sp.seed))
         with self.cv:
+            if self.released:
+                raise MemoryReleasedError(
+                    f"the engine's memory is released ({', '.join(sorted(self.released))}); POST /resume_memory_occupation before generating",
+                    "memory",
+                )
             if max_new == 0:
                 self._finish(req, {"type": "length", "length": 0})
                 return req
@@ -189,12 +202,53 @@ class Scheduler:
         up.done.wait()
         return up.result or {"success": False, "message": "the engine stopped before the update"}
 
+    def release_memory(self, tags: list[str]) -> dict:
+        """SGLang's ``/release_memory_occupation``: once the running requests have finished, abort the
+        waiting ones and free the ``tags`` regions (:mod:`.occupation`). Blocks until done."""
+        def op() -> dict:
+            with self.cv:
+                for r in list(self.waiting):
+                    self.waiting.remove(r)
+                    self._finish(r, {"type": "abort", "message": "engine memory released"})
+                self.state = None
+                self.released.update(tags)
+                self.stats["memory_releases"] += 1
+            if "weights" in tags and not weights_on_meta(self.runner.model):
+                self._buffers = offload_weights(self.runner.model)
+            return {"success": True, "message": f"released {tags}", "released": sorted(self.released)}
+        return self._control(op)
+
+    def resume_memory(self, tags: list[str]) -> dict:
+        """SGLang's ``/resume_memory_occupation``: allocate the ``tags`` regions again; resuming
+        ``weights`` re-reads the checkpoint last loaded (verified by its manifest). Blocks until done."""
+        def op() -> dict:
+            if "weights" in tags and weights_on_meta(self.runner.model):
+                allocate_weights(self.runner.model, self.runner.device, self._buffers)
+                with self.cv:
+                    self.released.discard("weights")
+                self._load(self.model_path, self.weight_version, count=False)
+                self._buffers = {}
+            with self.cv:
+                self.released.difference_update(tags)
+            return {"success": True, "message": f"resumed {tags}", "released": sorted(self.released)}
+        return self._control(op)
+
+    def _control(self, op) -> dict:
+        up = WeightUpdate(path="", version=None, abort_all=False, op=op)
+        with self.cv:
+            if self.update is not None:
+                return {"success": False, "message": "another weight update or memory operation is in progress"}
+            self.update = up
+            self.cv.notify_all()
+        up.done.wait()
+        return up.result or {"success": False, "message": "the engine stopped before the operation"}
+
     def snapshot(self) -> dict:
         with self.lock:
             used = sum(r.kv_tokens for r in self.running)
             return {**self.stats, "num_running_reqs": len(self.running), "num_waiting_reqs": len(self.waiting),
                     "kv_tokens_in_use": used, "new_token_ratio": self.ratio, "weight_version": self.weight_version,
-                    "manifest_hash": self.manifest_hash}
+                    "manifest_hash": self.manifest_hash, "memory_released": sorted(self.released)}
 
     # ------------------------------------------------------------- thread
 
@@ -376,9 +430,9 @@ class Scheduler:
 
     def _do_update(self, up: WeightUpdate, paused: int) -> None:
         try:
-            res = self._load(up.path, up.version)
+            res = up.op() if up.op is not None else self._load(up.path, up.version)
             res["num_paused_requests"] = paused
-        except (CheckpointIntegrityError, RequestError, OSError, ValueError) as e:
+        except (CheckpointIntegrityError, RequestError, MemoryReleasedError, OSError, ValueError) as e:
             res = {"success": False, "message": str(e), "num_paused_requests": paused,
                    "code": getattr(e, "code", "weight_update_failed"), "weight_version": self.weight_version, "manifest_hash": self.manifest_hash}
         with self.cv:
@@ -387,8 +441,11 @@ class Scheduler:
             self.cv.notify_all()
         up.done.set()
 
-    def _load(self, path: str, version: str | None) -> dict:
+    def _load(self, path: str, version: str | None, count: bool = True) -> dict:
         from safetensors.torch import load_file
+
+        if "weights" in self.released:
+            raise MemoryReleasedError("the engine's weights are released; POST /resume_memory_occupation with tags [\"weights\"] before updating them", "model_path")
 
         if not os.path.isdir(path):
             raise RequestError(f"model_path {path!r} is not a directory", "model_path")
@@ -425,6 +482,7 @@ class Scheduler:
             self.model_path = path
             self.weight_version = version
             self.manifest_hash = mhash
-            self.stats["weight_updates"] += 1
+            if count:
+                self.stats["weight_updates"] += 1
         return {"success": True, "message": f"Succeeded to update model weights from {path}.", "weight_version": version,
                 "manifest_hash": mhash, "model_path": path, "tokenizer_hash": self.tokenizer_hash}

@@ -1,7 +1,8 @@
 """The reference engine's HTTP API: SGLang's native routes and vLLM's ``/v1/completions``.
 
 SGLang: ``POST /generate``, ``POST /abort_request``, ``POST /update_weights_from_disk``,
-``GET|POST /flush_cache``, ``GET /get_server_info`` (``/server_info``), ``GET /get_model_info``
+``GET|POST /flush_cache``, ``POST /release_memory_occupation`` and ``POST /resume_memory_occupation``
+(``{tags?: ["weights", "kv_cache"]}``, :mod:`.occupation`), ``GET /get_server_info`` (``/server_info``), ``GET /get_model_info``
 (``/model_info``), ``GET /get_weight_version``, ``GET /health``, ``GET /health_generate``.
 vLLM: ``POST /v1/completions`` (token-id prompts, logprobs, ``return_tokens_as_token_ids``,
 ``return_token_ids``), ``GET /v1/models``, ``POST /reset_prefix_cache``, ``GET /metrics`` (with
@@ -20,6 +21,7 @@ import time
 from .. import __version__
 from ..errors import NotFoundError, RequestError
 from ..http_util import QuietHandler, path_parts, read_body, send, send_error
+from .occupation import parse_tags, weights_on_meta
 from .sampling import parse_sampling
 from .scheduler import Request, Scheduler
 
@@ -145,6 +147,12 @@ class EngineApp:
         res = self.sched.update_weights(path, None if version is None else str(version), bool(body.get("abort_all_requests")))
         send(h, 200 if res.get("success") else 400, res)
 
+    def occupation(self, h, path: str, body):
+        """SGLang's ``/release_memory_occupation`` and ``/resume_memory_occupation`` ``{tags?}`` (:mod:`.occupation`)."""
+        tags = parse_tags(body if isinstance(body, dict) else None)
+        res = self.sched.release_memory(tags) if path.startswith("/release") else self.sched.resume_memory(tags)
+        send(h, 200 if res.get("success") else 400, res)
+
     def server_info(self) -> dict:
         s = self.sched
         snap = s.snapshot()
@@ -162,6 +170,7 @@ class EngineApp:
             "device": self.device,
             "dtype": self.dtype,
             "tokenizer_hash": s.tokenizer_hash,
+            "weights_on_meta": weights_on_meta(s.runner.model),
             "vocab_size": int(s.runner.config.vocab_size),
             "eos_token_ids": sorted(s.eos_ids),
             "logprobs": "original" if s.original_logprob else "temperature-scaled",
@@ -288,6 +297,8 @@ class EngineApp:
                             return send(self, 200, {"object": "list", "data": [{"id": app.name, "object": "model", "owned_by": "rstar", "root": s.model_path, "max_model_len": s.context}]})
                         if path == "/flush_cache":
                             return send(self, 200, "Cache flushed.", "text/plain")
+                    if path in ("/release_memory_occupation", "/resume_memory_occupation"):
+                        return app.occupation(self, path, read_body(self) if method == "POST" else {})
                     if method == "POST":
                         if path == "/generate":
                             return app.generate(self, read_body(self))
