@@ -5,7 +5,8 @@
 # module. `go install k8s.io/kubernetes/...@v1.x` is refused (its go.mod replaces the k8s.io/* libraries with
 # ./staging folders that its module zip does not carry), so the build module requires k8s.io/kubernetes and
 # points each of those libraries at its published release (v0.<minor>.<patch>, cut from the same staging tree).
-# Module and build caches live under $RSTAR_TOOLS_DIR/go-kas and are removed afterwards (~2 GB).
+# Module and build caches live under $RSTAR_TOOLS_DIR/go-kas and are removed afterwards (~2 GB); RSTAR_GOCACHE
+# names a build cache to reuse instead (a warm one makes a rebuild take about a minute).
 # Idempotent: an installed binary of the same version is kept.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"; . "$here/env.sh"
@@ -24,7 +25,7 @@ go_bin="$(command -v go || true)"; [ -n "$go_bin" ] || [ ! -x /usr/local/go/bin/
 t0=$(date +%s)
 work="$RSTAR_TOOLS_DIR/go-kas"
 rm -rf "$work"; mkdir -p "$work/src" "$bin"
-export GOMODCACHE="$work/mod" GOCACHE="$work/build" GOFLAGS=-mod=mod CGO_ENABLED=0 GOTOOLCHAIN=local
+export GOMODCACHE="$work/mod" GOCACHE="${RSTAR_GOCACHE:-$work/build}" GOFLAGS=-mod=mod CGO_ENABLED=0 GOTOOLCHAIN=local
 kdir="$("$go_bin" mod download -json "k8s.io/kubernetes@$KUBE_APISERVER_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
 [ -d "$kdir" ] || { echo "install-kube-apiserver.sh: could not download k8s.io/kubernetes@$KUBE_APISERVER_VERSION" >&2; exit 1; }
 lib_version="v0.${KUBE_APISERVER_VERSION#v1.}"
