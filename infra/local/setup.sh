@@ -54,6 +54,7 @@ if [ "$have_dev" != "$want" ]; then rm -rf .venv-dev; "$py" -m venv .venv-dev; f
 bash infra/local/install-infra-tools.sh
 bash infra/local/install-kafka.sh
 bash infra/local/install-jaeger.sh
+bash infra/local/install-kube-apiserver.sh
 # The trainer worker / reference engine (PyTorch, transformers) in workers/.venv, from its hash-pinned lock;
 # the hf-tiny e2e, the engine adapter tests and workers' pytest (run by `pnpm test`) need it.
 bash workers/setup.sh

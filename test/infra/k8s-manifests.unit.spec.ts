@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ARCHIVE_LOGINS } from '@rstar/event-store';
 import { REPO_ROOT } from '../support/service-process';
 import { containersOf, gpuOf, kustomizeCommand, podTemplatesOf, render, ruleProblems, schemaError, type K8sObject } from '../support/k8s.rules';
-import { kubernetesSchemaRoot, StrictValidator } from '../support/k8s-schema';
+import { crdSource, kubernetesSchemaRoot, PUBLISHED_CRD_KINDS, StrictValidator } from '../support/k8s-schema';
 
 const KUSTOMIZE = kustomizeCommand();
 // CI installs kustomize and kubernetes-validate (infra/local/setup.sh): there their absence fails the suite.
@@ -419,9 +419,22 @@ suite('Kubernetes manifests', () => {
       [{ apiVersion: 'postgresql.cnpg.io/v1', kind: 'Cluster', metadata: { name: 'x' }, spec: { instances: 3, storage: { sise: '1Gi' } } }, /\/spec\/storage: unknown field "sise"/],
       [{ apiVersion: 'leaderworkerset.x-k8s.io/v1', kind: 'LeaderWorkerSet', metadata: { name: 'x' }, spec: { leaderWorkerTemplate: { workerTemplate: { spec: { containers: [{ name: 'a', imagee: 'a:1' }] } } } } }, /containers\/0: unknown field "imagee"/],
       [{ apiVersion: 'monitoring.coreos.com/v1', kind: 'PodMonitor', metadata: { name: 'x', labelz: {} } as K8sObject['metadata'], spec: {} }, /\/metadata: unknown field "labelz"/],
+      [{ apiVersion: 'monitoring.coreos.com/v1', kind: 'ServiceMonitor', metadata: { name: 'x' }, spec: { selector: {}, endpoints: [{ port: 'metrics', intervall: '15s' }] } }, /endpoints\/0: unknown field "intervall"/],
+      [{ apiVersion: 'barmancloud.cnpg.io/v1', kind: 'ObjectStore', metadata: { name: 'x' }, spec: { configuration: { destinationPath: 's3://b/', s3Credentials: { accessKeyId: { name: 's', key: 'k' }, secretAccesKey: { name: 's', key: 'k' } } } } }, /s3Credentials: unknown field "secretAccesKey"/],
       [{ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'x' } }, /no schema for example.com\/v1 Widget/],
     ];
     for (const [o, want] of cases) for (const v of validators) expect(v.problems(o).join('\n'), `${o.kind} on ${v.version}`).toMatch(want);
+  });
+
+  it('validates KEDA, Prometheus Operator and Barman Cloud resources against their published CRDs, not excerpts', () => {
+    for (const k of PUBLISHED_CRD_KINDS) {
+      const [apiVersion, kind] = k.split(' ') as [string, string];
+      expect(crdSource(apiVersion, kind), k).toMatch(/^\.tools\/crds\/.+\.yaml$/);
+    }
+    // Every rendered object of those kinds (every overlay and component) passed the published schema above; at
+    // least one of each kind is rendered, so the published CRDs are really exercised.
+    const all = [...rendered.values()].flat();
+    for (const k of PUBLISHED_CRD_KINDS) expect(all.some((o) => `${o.apiVersion} ${o.kind}` === k), `a rendered ${k}`).toBe(true);
   });
 
   it('the rules catch a container without probes or resources, an unpinned image, a GPU on a service, a Secret', () => {

@@ -8,6 +8,10 @@ import { REPO_ROOT } from './service-process';
 /** The strict JSON schemas of one Kubernetes version (kubernetes-validate's `v<X.Y.Z>-local-strict`). */
 const K8S_DEFS_ID = 'https://kubernetes.io/api/_definitions.json';
 const CRD_DIR = join(REPO_ROOT, 'test/infra/crds');
+/** Published CRDs fetched by infra/local/install-infra-tools.sh (from the operators' Go modules). */
+const PUBLISHED_CRD_DIR = join(REPO_ROOT, '.tools/crds');
+/** The custom resources whose published CRD the test must use (an excerpt of them is not accepted). */
+export const PUBLISHED_CRD_KINDS = ['keda.sh/v1alpha1 ScaledObject', 'monitoring.coreos.com/v1 ServiceMonitor', 'monitoring.coreos.com/v1 PodMonitor', 'barmancloud.cnpg.io/v1 ObjectStore'];
 
 /**
  * The folder of kubernetes-validate's schemas in .venv-dev (infra/python/requirements-dev.txt), or null when
@@ -23,22 +27,52 @@ export function kubernetesSchemaRoot(): string | null {
   return null;
 }
 
-/** One CRD excerpt of test/infra/crds (README there): group, version, kind and its openAPIV3Schema. */
+/** One CRD schema: group, version, kind, its openAPIV3Schema and where it came from. */
 interface CrdSchema {
   group: string;
   version: string;
   kind: string;
   schema: Record<string, unknown>;
+  source: string;
 }
 
-/** Every CRD schema vendored in test/infra/crds, by `group/version Kind`. */
+/** A published `CustomResourceDefinition` (apiextensions.k8s.io/v1), as much of it as the test reads. */
+interface PublishedCrd {
+  kind: string;
+  spec: { group: string; names: { kind: string }; versions: { name: string; served: boolean; schema?: { openAPIV3Schema: Record<string, unknown> } }[] };
+}
+
+/**
+ * Every CRD schema the manifest test knows, by `group/version Kind`: the published CRDs in .tools/crds
+ * (every served version) and the excerpts in test/infra/crds (README there) for the operators no registry
+ * here serves. A published CRD wins over an excerpt of the same kind.
+ * @throws Error naming the fix when a kind of {@link PUBLISHED_CRD_KINDS} has no published CRD.
+ */
 export function vendoredCrds(): Map<string, CrdSchema> {
   const out = new Map<string, CrdSchema>();
   for (const f of readdirSync(CRD_DIR).filter((n) => n.endsWith('.yaml'))) {
-    const doc = parse(readFileSync(join(CRD_DIR, f), 'utf8'), { merge: true }) as CrdSchema | CrdSchema[];
-    for (const c of Array.isArray(doc) ? doc : [doc]) out.set(`${c.group}/${c.version} ${c.kind}`, c);
+    const doc = parse(readFileSync(join(CRD_DIR, f), 'utf8'), { merge: true }) as Omit<CrdSchema, 'source'> | Omit<CrdSchema, 'source'>[];
+    for (const c of Array.isArray(doc) ? doc : [doc]) out.set(`${c.group}/${c.version} ${c.kind}`, { ...c, source: `test/infra/crds/${f}` });
   }
+  const published = existsSync(PUBLISHED_CRD_DIR) ? readdirSync(PUBLISHED_CRD_DIR).filter((n) => n.endsWith('.yaml')) : [];
+  for (const f of published) {
+    const crd = parse(readFileSync(join(PUBLISHED_CRD_DIR, f), 'utf8')) as PublishedCrd;
+    if (crd.kind !== 'CustomResourceDefinition') throw new Error(`.tools/crds/${f} is not a CustomResourceDefinition`);
+    for (const v of crd.spec.versions) {
+      if (!v.served || !v.schema) continue;
+      const key = `${crd.spec.group}/${v.name} ${crd.spec.names.kind}`;
+      out.set(key, { group: crd.spec.group, version: v.name, kind: crd.spec.names.kind, schema: v.schema.openAPIV3Schema, source: `.tools/crds/${f}` });
+    }
+  }
+  const missing = PUBLISHED_CRD_KINDS.filter((k) => !out.get(k)?.source.startsWith('.tools/'));
+  if (missing.length)
+    throw new Error(`no published CRD for ${missing.join(', ')} in .tools/crds: run \`bash infra/local/install-infra-tools.sh\` (it fetches them from the operators' Go modules)`);
   return out;
+}
+
+/** Where the schema of `apiVersion` + `kind` came from (a file of .tools/crds or test/infra/crds), or null. */
+export function crdSource(apiVersion: string, kind: string): string | null {
+  return vendoredCrds().get(`${apiVersion} ${kind}`)?.source ?? null;
 }
 
 /**
@@ -106,10 +140,11 @@ export class StrictValidator {
       if (def) validate = this.ajv.compile({ $ref: `${K8S_DEFS_ID}#/$defs/${def}` });
       else if (crd) {
         const schema = strictCrdSchema(crd.schema) as Record<string, unknown>;
-        // The API server validates a custom resource's metadata as ObjectMeta.
+        // The API server validates a custom resource's metadata as ObjectMeta (published CRDs say only `object`).
+        schema.properties ??= {};
         (schema.properties as Record<string, unknown>).metadata = { $ref: `${K8S_DEFS_ID}#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta` };
         validate = this.ajv.compile(schema);
-      } else return [`no schema for ${key} in Kubernetes ${this.version} nor in test/infra/crds`];
+      } else return [`no schema for ${key} in Kubernetes ${this.version} nor in test/infra/crds or .tools/crds`];
       this.compiled.set(key, validate);
     }
     if (validate(o)) return [];
