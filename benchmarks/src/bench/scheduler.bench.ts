@@ -448,7 +448,7 @@ function arg(args: string[], name: string, def: number): number {
  * --sft-steps (120; the policy is SFT'd briefly so it writes tool calls), --sim-engines (64),
  * --sim-rollouts (16384), --sim-capacity (200000), --sim-budget (8192); reference engines (skipped, with
  * their figures null, when the workers' Python is not set up): --ref-engines (3), --ref-rollouts (96),
- * --ref-capacity (KV tokens per reference engine, 1200), --ref-rounds (2).
+ * --ref-capacity (KV tokens per reference engine, 1200), --ref-rounds (3).
  */
 export async function run(args: string[]): Promise<object> {
   const nEngines = arg(args, 'engines', 3);
@@ -462,7 +462,7 @@ export async function run(args: string[]): Promise<object> {
   const refEngines = arg(args, 'ref-engines', 3);
   const refRollouts = arg(args, 'ref-rollouts', 96);
   const refCapacity = arg(args, 'ref-capacity', 1200);
-  const refRounds = arg(args, 'ref-rounds', 2);
+  const refRounds = arg(args, 'ref-rounds', 3);
 
   const tmp = mkdtempSync(join(tmpdir(), 'rstar-bench-sched-'));
   const sandbox = new SandboxPool({ workers: 2 });

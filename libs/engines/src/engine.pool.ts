@@ -80,12 +80,16 @@ export class EnginePool {
     let moved = false;
     let reserveTokens = 0;
     let peakTokens = 0;
+    let promptTokens = 0;
     return {
       rolloutId,
       engineId: () => this.scheduler.leaseOf(rolloutId)?.engineId,
-      release: () => this.release(rolloutId, peakTokens),
+      release: () => this.release(rolloutId, peakTokens > 0 ? { promptTokens, peakTokens } : undefined),
       generate: async (req: GenerateRequest): Promise<GenerateResult & { engineId: string }> => {
-        if (reserveTokens === 0) reserveTokens = req.inputIds.length + req.sampling.maxNewTokens;
+        if (reserveTokens === 0) {
+          reserveTokens = req.inputIds.length + req.sampling.maxNewTokens;
+          promptTokens = req.inputIds.length;
+        }
         for (;;) {
           const lease = await this.lease(rolloutId, reserveTokens, moved);
           const adapter = this.byId.get(lease.engineId) as EngineAdapter;
@@ -184,13 +188,13 @@ export class EnginePool {
     this.waiters.clear();
   }
 
-  private release(rolloutId: string, peakTokens = 0): void {
+  private release(rolloutId: string, usage?: { promptTokens: number; peakTokens: number }): void {
     const w = this.waiters.get(rolloutId);
     if (w) {
       clearTimeout(w.timer);
       this.waiters.delete(rolloutId);
     }
-    this.grant(this.scheduler.release(rolloutId, peakTokens || undefined));
+    this.grant(this.scheduler.release(rolloutId, usage));
   }
 
   private lease(rolloutId: string, tokens: number, front: boolean): Promise<Lease> {

@@ -46,9 +46,10 @@ export type AdmissionMove = 'baseline' | 'grow' | 'hold' | 'trim' | 'backoff';
 
 /**
  * The highest factor the KV the rollouts really used allows (pure): `1 / q`, with `q` the `s.quantile`
- * quantile of `usedShares` (each = a finished rollout's peak KV tokens / the tokens it reserved), clamped to
- * [1, maxFactor]; 1 until `s.minSamples` rollouts finished. Rollouts that run to their budget (q = 1) keep
- * plain reservation; rollouts that mostly end early let reservations exceed capacity by as much.
+ * quantile of `usedShares` (each = the KV tokens a finished rollout held on average / the tokens it
+ * reserved), clamped to [1, maxFactor]; 1 until `s.minSamples` rollouts finished. Rollouts whose tokens
+ * fill their reservation keep plain reservation; rollouts that mostly end early, or whose KV grows over
+ * a long life, let reservations exceed capacity by as much, since rollouts out of phase do not peak together.
  */
 export function admissionCeiling(usedShares: readonly number[], s: AdmissionSettings = DEFAULT_ADMISSION): number {
   if (usedShares.length < s.minSamples) return 1;

@@ -41,7 +41,7 @@ export class RolloutScheduler {
   private readonly admission = new Map<string, AdmissionState>();
   /** Engines a lease left since their admission factor last grew (turnover paces growth). */
   private readonly turnedOver = new Set<string>();
-  /** Peak KV / reserved tokens of the last finished rollouts (ring of {@link USED_WINDOW}). */
+  /** Mean KV held / reserved tokens of the last finished rollouts (ring of {@link USED_WINDOW}). */
   private readonly usedShares: number[] = [];
   readonly stats: SchedulerStats = { overflows: 0, retractions: 0, backoffs: 0, queued: 0, evicted: 0, peakReserved: {} };
 
@@ -99,13 +99,14 @@ export class RolloutScheduler {
 
   /**
    * Release a rollout's reservation (on every exit) or drop it from the queue; returns the waiters granted now.
-   * `peakTokens` = the most KV tokens the rollout held in one request (context + generated), when known:
-   * `kv-adaptive` learns from it how much of a reservation rollouts really use ({@link admissionCeiling}).
+   * `usage`, when known: the rollout's first prompt and the most KV tokens it held in one request (context +
+   * generated). Its KV grew about linearly from the one to the other, so it held `(prompt + peak) / 2` on
+   * average: `kv-adaptive` learns from that share of the reservation how far to overcommit ({@link admissionCeiling}).
    */
-  release(rolloutId: string, peakTokens?: number): Lease[] {
+  release(rolloutId: string, usage?: { promptTokens: number; peakTokens: number }): Lease[] {
     const lease = this.leases.get(rolloutId);
-    if (lease && peakTokens !== undefined && peakTokens > 0 && lease.tokens > 0) {
-      this.usedShares.push(Math.min(1, peakTokens / lease.tokens));
+    if (lease && usage && usage.peakTokens > 0 && lease.tokens > 0) {
+      this.usedShares.push(Math.min(1, (usage.promptTokens + usage.peakTokens) / 2 / lease.tokens));
       if (this.usedShares.length > USED_WINDOW) this.usedShares.shift();
     }
     if (lease) {

@@ -110,10 +110,10 @@ describe('RolloutScheduler (kv-adaptive)', () => {
   it('starts as plain reservation, overcommits only as far as finished rollouts used their reservations, backs off on a retraction', () => {
     const s = new RolloutScheduler('kv-adaptive', [{ id: 'a', capacity: 100 }], { ...DEFAULT_ADMISSION, growth: 1 });
     expect(s.observe('a', { kvUsedTokens: 0, retractions: 0 })).toEqual([]); // baseline
-    // Eight rollouts finish having held a quarter of their reservation: the ceiling becomes 4.
+    // Eight rollouts finish having held a quarter of their reservation on average ((5 + 15) / 2 of 40): the ceiling becomes 4.
     for (let i = 0; i < 8; i++) {
       expect(s.acquire(`f${i}`, 40)).not.toBeNull();
-      s.release(`f${i}`, 10);
+      s.release(`f${i}`, { promptTokens: 5, peakTokens: 15 });
     }
     expect(s.acquire('r1', 50)?.engineId).toBe('a');
     expect(s.acquire('r2', 50)?.engineId).toBe('a');
@@ -132,12 +132,12 @@ describe('RolloutScheduler (kv-adaptive)', () => {
     expect(s.stats).toMatchObject({ retractions: 2, backoffs: 1 });
   });
 
-  it('stays plain reservation while finished rollouts ran to their budgets', () => {
+  it('stays plain reservation while finished rollouts held their whole reservation', () => {
     const s = new RolloutScheduler('kv-adaptive', [{ id: 'a', capacity: 100 }]);
     s.observe('a', { kvUsedTokens: 0, retractions: 0 });
     for (let i = 0; i < 8; i++) {
       s.acquire(`f${i}`, 40);
-      s.release(`f${i}`, 40);
+      s.release(`f${i}`, { promptTokens: 40, peakTokens: 40 });
     }
     s.acquire('r1', 60);
     expect(s.acquire('r2', 60)).toBeNull();
