@@ -7,10 +7,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { rngFromSeed, seedOf } from '@rstar/grpo';
+import { findWorkersPython } from '@rstar/workers';
+import { referencePart, type ReferenceResult } from './scheduler.reference';
 
 /*
  * `pnpm bench scheduler`: KV-budget vs least-requests vs round-robin rollout scheduling (docs/design/protocol.md §7).
- * Part 1 runs real rollouts on several built-in engines (when the built-in engine is available); part 2 is
+ * Part 1 runs real rollouts on several built-in engines (which never preempt) and then on reference
+ * engines of workers/trainer (which retract and recompute past their KV capacity, as SGLang does); part 2 is
  * a discrete-event simulation of a 64-engine cluster with a per-token latency model calibrated on part 1.
  * The simulated engine below is a benchmark tool only: it drives the product's RolloutScheduler, but it
  * is never exported and never serves a rollout.
@@ -443,7 +446,9 @@ function arg(args: string[], name: string, def: number): number {
 /**
  * Run the benchmark. Flags: --engines (3), --rollouts (96), --capacity (KV tokens per built-in engine, 450),
  * --sft-steps (120; the policy is SFT'd briefly so it writes tool calls), --sim-engines (64),
- * --sim-rollouts (16384), --sim-capacity (200000), --sim-budget (8192).
+ * --sim-rollouts (16384), --sim-capacity (200000), --sim-budget (8192); reference engines (skipped, with
+ * their figures null, when the workers' Python is not set up): --ref-engines (3), --ref-rollouts (96),
+ * --ref-capacity (KV tokens per reference engine, 1200), --ref-rounds (3).
  */
 export async function run(args: string[]): Promise<object> {
   const nEngines = arg(args, 'engines', 3);
@@ -454,12 +459,17 @@ export async function run(args: string[]): Promise<object> {
   const simRollouts = arg(args, 'sim-rollouts', 16_384);
   const simCapacity = arg(args, 'sim-capacity', 200_000);
   const simBudget = arg(args, 'sim-budget', 8192);
+  const refEngines = arg(args, 'ref-engines', 3);
+  const refRollouts = arg(args, 'ref-rollouts', 96);
+  const refCapacity = arg(args, 'ref-capacity', 1200);
+  const refRounds = arg(args, 'ref-rounds', 3);
 
   const tmp = mkdtempSync(join(tmpdir(), 'rstar-bench-sched-'));
   const sandbox = new SandboxPool({ workers: 2 });
   await sandbox.start();
   let engines: BuiltinEngine[] = [];
   const real: Record<string, RealResult> = {};
+  let reference: Awaited<ReturnType<typeof referencePart>> | null = null;
   let lat: LatencyModel;
   try {
     process.stderr.write(`SFT of the tiny policy (${sftSteps} steps) so that it writes tool calls...\n`);
@@ -488,12 +498,20 @@ export async function run(args: string[]): Promise<object> {
       real[policy] = await realRun(policy, { engines, capacity, specs, tokenizer, sandbox });
       process.stderr.write(`real ${policy}: ${JSON.stringify(real[policy])}\n`);
     }
+    await Promise.all(engines.map((e) => e.close().catch(() => undefined)));
+    engines = [];
+    if (findWorkersPython()) {
+      reference = await referencePart({ engines: refEngines, rollouts: refRollouts, capacity: refCapacity, rounds: refRounds, sandbox, policies: ['kv-adaptive', 'least-requests', 'kv-budget'] });
+    } else {
+      process.stderr.write('reference engines skipped: the workers Python is not set up (workers/setup.sh)\n');
+    }
   } finally {
     await Promise.all(engines.map((e) => e.close().catch(() => undefined)));
     await sandbox.close();
     rmSync(tmp, { recursive: true, force: true });
   }
 
+  const ref: Record<string, ReferenceResult> | null = reference?.results ?? null;
   const workload = makeWorkload(simRollouts, { budget: simBudget, prompt: 300, maxTurns: 10, genMedian: 450, seed: 7 });
   const sim: Record<string, SimResult> = {};
   for (const policy of ['kv-budget', 'least-requests', 'round-robin'] as const) {
@@ -507,11 +525,18 @@ export async function run(args: string[]): Promise<object> {
     makespan_ratio_kv_vs_round_robin: real['kv-budget'].makespanS / real['round-robin'].makespanS,
     kv_overflows: real['kv-budget'].kvOverflows + sim['kv-budget'].kvOverflows,
     sim_makespan_ratio_kv_vs_least_requests: sim['kv-budget'].makespanS / sim['least-requests'].makespanS,
+    reference_makespan_ratio_kv_vs_least_requests: ref ? ref['kv-budget'].makespanS / ref['least-requests'].makespanS : null,
+    reference_makespan_ratio_adaptive_vs_least_requests: ref ? ref['kv-adaptive'].makespanS / ref['least-requests'].makespanS : null,
+    reference_retractions_kv_budget: ref ? ref['kv-budget'].retractions : null,
+    reference_retractions_kv_adaptive: ref ? ref['kv-adaptive'].retractions : null,
+    reference_retractions_least_requests: ref ? ref['least-requests'].retractions : null,
     real,
+    reference,
     sim,
     latency_model: lat,
     notes:
       'real: built-in engines share this process (one CPU thread), so engines do not compute in parallel; every policy is sticky per rollout in the pool. ' +
+      'reference: reference engines (workers/trainer, hf-tiny, one torch thread each, separate processes) admit optimistically and retract past their KV capacity; retractions are the engines\' own counters, averaged over rounds. ' +
       'sim: least-requests routes each turn (prefix cache lost on a move), kv-budget and round-robin are sticky; kv-budget reserves prompt + full budget.',
   };
 }

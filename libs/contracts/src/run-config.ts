@@ -178,7 +178,7 @@ export const RunConfigSchema = z.strictObject({
       }),
     )
     .default([{ kind: 'builtin', url: null, kvCapacityTokens: null }]),
-  scheduler: z.enum(['kv-budget', 'least-requests', 'round-robin']).default('kv-budget'),
+  scheduler: z.enum(['kv-budget', 'kv-adaptive', 'least-requests', 'round-robin']).default('kv-budget'),
   eval: z
     .strictObject({
       samples: z.number().int().min(1).default(1),

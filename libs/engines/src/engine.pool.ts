@@ -12,6 +12,11 @@ export interface EnginePoolOptions {
   probeIntervalMs?: number;
   /** How long a rollout may wait for a reservation before failing with NoEngineError (ms). Default 600000. */
   leaseTimeoutMs?: number;
+  /**
+   * How often every live engine's KV usage and retraction counter are read (`loadStats`, ms; 0 = never).
+   * Default 250 under `kv-adaptive` (it admits by them), 0 otherwise.
+   */
+  loadProbeMs?: number;
   /** Called when an engine leaves or re-enters rotation. */
   onEngineState?: (engineId: string, up: boolean, reason: string) => void;
 }
@@ -36,6 +41,8 @@ export class EnginePool {
   private readonly waiters = new Map<string, { resolve: (l: Lease) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
   private readonly inflight = new Map<string, Set<AbortController>>();
   private readonly probe: NodeJS.Timeout | null;
+  private readonly loadProbe: NodeJS.Timeout | null;
+  private observing = false;
 
   constructor(
     readonly adapters: readonly EngineAdapter[],
@@ -50,6 +57,9 @@ export class EnginePool {
     const every = opts.probeIntervalMs ?? 2000;
     this.probe = every > 0 ? setInterval(() => void this.probeDown(), every) : null;
     this.probe?.unref();
+    const loadEvery = opts.loadProbeMs ?? (scheduler.policy === 'kv-adaptive' ? 250 : 0);
+    this.loadProbe = loadEvery > 0 ? setInterval(() => void this.observeLoads(), loadEvery) : null;
+    this.loadProbe?.unref();
   }
 
   /**
@@ -69,12 +79,17 @@ export class EnginePool {
   open(rolloutId: string): PooledSession {
     let moved = false;
     let reserveTokens = 0;
+    let peakTokens = 0;
+    let promptTokens = 0;
     return {
       rolloutId,
       engineId: () => this.scheduler.leaseOf(rolloutId)?.engineId,
-      release: () => this.release(rolloutId),
+      release: () => this.release(rolloutId, peakTokens > 0 ? { promptTokens, peakTokens } : undefined),
       generate: async (req: GenerateRequest): Promise<GenerateResult & { engineId: string }> => {
-        if (reserveTokens === 0) reserveTokens = req.inputIds.length + req.sampling.maxNewTokens;
+        if (reserveTokens === 0) {
+          reserveTokens = req.inputIds.length + req.sampling.maxNewTokens;
+          promptTokens = req.inputIds.length;
+        }
         for (;;) {
           const lease = await this.lease(rolloutId, reserveTokens, moved);
           const adapter = this.byId.get(lease.engineId) as EngineAdapter;
@@ -84,6 +99,7 @@ export class EnginePool {
           this.scheduler.requestStarted(lease.engineId);
           try {
             const res = await adapter.generate(req, ac.signal);
+            peakTokens = Math.max(peakTokens, req.inputIds.length + res.tokenIds.length);
             return { ...res, engineId: lease.engineId };
           } catch (e) {
             // Another engine has the same window (one model): no move, the agent loop ends the rollout truncated.
@@ -139,9 +155,31 @@ export class EnginePool {
     }
   }
 
+  /**
+   * Read every live engine's KV usage and retraction counter once and hand them to the scheduler
+   * ({@link RolloutScheduler.observe}); rollouts it can now admit are granted. Engines that cannot tell
+   * (no `loadStats`, or null) are skipped; a failed read is left to the health probe. Overlapping calls
+   * are skipped.
+   */
+  async observeLoads(): Promise<void> {
+    if (this.observing) return;
+    this.observing = true;
+    try {
+      const live = this.scheduler.snapshot().filter((e) => e.up).map((e) => this.byId.get(e.id) as EngineAdapter);
+      const samples = await Promise.all(live.map((a) => (a.loadStats ? a.loadStats().catch(() => null) : Promise.resolve(null))));
+      live.forEach((a, i) => {
+        const sample = samples[i];
+        if (sample && this.scheduler.snapshot().find((e) => e.id === a.id)?.up) this.grant(this.scheduler.observe(a.id, sample));
+      });
+    } finally {
+      this.observing = false;
+    }
+  }
+
   /** Stop probing and fail every waiter. */
   close(): void {
     if (this.probe) clearInterval(this.probe);
+    if (this.loadProbe) clearInterval(this.loadProbe);
     forgetPoolMetrics(this.scheduler);
     for (const [r, w] of this.waiters) {
       clearTimeout(w.timer);
@@ -150,13 +188,13 @@ export class EnginePool {
     this.waiters.clear();
   }
 
-  private release(rolloutId: string): void {
+  private release(rolloutId: string, usage?: { promptTokens: number; peakTokens: number }): void {
     const w = this.waiters.get(rolloutId);
     if (w) {
       clearTimeout(w.timer);
       this.waiters.delete(rolloutId);
     }
-    this.grant(this.scheduler.release(rolloutId));
+    this.grant(this.scheduler.release(rolloutId, usage));
   }
 
   private lease(rolloutId: string, tokens: number, front: boolean): Promise<Lease> {

@@ -1,4 +1,5 @@
 import type { GenerateRequest, GenerateResult } from '@rstar/agent';
+import type { EngineLoadSample } from './engine-load';
 
 /** What an engine reports about itself: KV-cache capacity in tokens (docs/design/protocol.md §7). */
 export interface ServerInfo {
@@ -46,6 +47,11 @@ export interface EngineAdapter {
   loadedWeights?(): Promise<LoadedWeights>;
   /** The model the engine serves (SGLang `GET /get_model_info`); absent = it cannot tell. */
   modelInfo?(): Promise<ModelInfo>;
+  /**
+   * The engine's KV usage and retraction counter now (its `GET /metrics`, {@link EngineLoadSample}); null
+   * when it exposes neither; absent = the adapter cannot tell. The `kv-adaptive` policy admits by it.
+   */
+  loadStats?(): Promise<EngineLoadSample | null>;
   /** Drop the prefix cache (after a weight update its entries are stale). */
   flushCache(): Promise<void>;
   /** True when the engine answers its health endpoint. */

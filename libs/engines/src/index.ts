@@ -1,5 +1,6 @@
 export * from './engine.errors';
 export * from './engine.port';
+export * from './engine-load';
 export * from './http.client';
 export * from './sglang.adapter';
 export * from './vllm.adapter';
@@ -8,4 +9,5 @@ export * from './engine.pool';
 export * from './weight-sync';
 export * from './scheduler/engine.picker';
 export * from './scheduler/rollout.scheduler';
+export * from './scheduler/kv-admission.controller';
 export { startBuiltinEngine, GenerationScheduler, type BuiltinEngine, type BuiltinEngineOptions, type SchedulerStats as BuiltinEngineStats } from './builtin-engine';

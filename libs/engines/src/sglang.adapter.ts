@@ -1,6 +1,7 @@
 import type { GenerateFinishReason, GenerateRequest, GenerateResult } from '@rstar/agent';
 import { EngineResponseError } from './engine.errors';
 import type { EngineAdapter, LoadedWeights, ModelInfo, ServerInfo } from './engine.port';
+import { readEngineLoad, type EngineLoadSample } from './engine-load';
 import { DEFAULT_RETRY, probeHealth, requestJson, type RetryPolicy } from './http.client';
 
 interface SglangGenerateResponse {
@@ -175,6 +176,11 @@ export class SglangAdapter implements EngineAdapter {
   async modelInfo(): Promise<ModelInfo> {
     const res = (await requestJson(this.id, this.url, '/get_model_info', { apiKey: this.apiKey }, this.retry)) as Record<string, unknown> | null;
     return { modelPath: str(res?.model_path), tokenizerHash: str(res?.tokenizer_hash) };
+  }
+
+  /** `GET /metrics`: KV tokens in use and the retraction counter (see engine-load.ts). */
+  loadStats(): Promise<EngineLoadSample | null> {
+    return readEngineLoad(this.id, this.url, this.apiKey, this.retry);
   }
 
   async flushCache(): Promise<void> {

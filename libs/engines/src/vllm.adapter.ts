@@ -2,6 +2,7 @@ import type { GenerateFinishReason, GenerateRequest, GenerateResult } from '@rst
 import { EngineResponseError, EngineUnsupportedError } from './engine.errors';
 import { resolve } from 'node:path';
 import type { EngineAdapter, LoadedWeights, ModelInfo, ServerInfo } from './engine.port';
+import { readEngineLoad, type EngineLoadSample } from './engine-load';
 import { DEFAULT_RETRY, probeHealth, requestJson, type RetryPolicy } from './http.client';
 
 interface VllmChoice {
@@ -134,6 +135,11 @@ export class VllmAdapter implements EngineAdapter {
     const res = (await requestJson(this.id, this.url, '/v1/models', { apiKey: this.opts.apiKey }, this.retry)) as { data?: { id?: string; root?: string }[] } | null;
     const m = res?.data?.[0];
     return { modelPath: m?.root ?? null, tokenizerHash: null };
+  }
+
+  /** `GET /metrics`: KV usage and the preemption counter (see engine-load.ts). */
+  loadStats(): Promise<EngineLoadSample | null> {
+    return readEngineLoad(this.id, this.url, this.opts.apiKey ?? null, this.retry);
   }
 
   async flushCache(): Promise<void> {

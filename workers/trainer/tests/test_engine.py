@@ -115,6 +115,7 @@ def test_kv_capacity_waits_and_retracts_without_changing_outputs(tiny_model, eng
     try:
         results, most_waiting = _crowd(small.url)
         info = http("GET", f"{small.url}/get_server_info")[1]
+        metrics = http("GET", f"{small.url}/metrics")[1]
         s, err = generate(small.url, PROMPT, max_new=300)
         assert s == 400 and err["error"]["code"] == "kv_capacity_exceeded" and "max_total_num_tokens 200" in err["error"]["message"]
     finally:
@@ -123,6 +124,8 @@ def test_kv_capacity_waits_and_retracts_without_changing_outputs(tiny_model, eng
     # retracted and recomputed, with full reservation none.
     assert most_waiting > 0
     assert info["max_kv_tokens_in_use"] <= 200
+    # The counter and capacity the rollout scheduler reads (SGLang's metric names).
+    assert f"sglang:num_retracted_requests_total {info['num_retractions']}\n" in metrics and "sglang:max_total_num_tokens 200\n" in metrics
     if admission == "sglang":
         assert info["num_retractions"] > 0 and info["num_retracted_tokens"] > 0
     else:

@@ -1,5 +1,8 @@
-/** Scheduling policies: rStar2's KV-budget assignment and two baselines for comparison. */
-export const SCHEDULING_POLICIES = ['kv-budget', 'least-requests', 'round-robin'] as const;
+/**
+ * Scheduling policies: rStar2's KV-budget assignment, its adaptive form for engines that retract on
+ * overflow (`kv-adaptive`), and two baselines for comparison.
+ */
+export const SCHEDULING_POLICIES = ['kv-budget', 'kv-adaptive', 'least-requests', 'round-robin'] as const;
 export type SchedulingPolicy = (typeof SCHEDULING_POLICIES)[number];
 
 /** One engine as the scheduler sees it; tokens for `capacity`/`reserved`. */
@@ -14,12 +17,23 @@ export interface EngineLoad {
   /** Generation requests in flight on it. */
   outstanding: number;
   up: boolean;
+  /**
+   * How far reservations may exceed capacity under `kv-adaptive` (budget = `admitFactor x capacity`;
+   * 1 or absent = plain reservation), set from the engine's observed KV usage and retractions.
+   */
+  admitFactor?: number;
+}
+
+/** The KV tokens a budgeted policy may still reserve on `e`. */
+export function freeBudget(policy: SchedulingPolicy, e: EngineLoad): number {
+  return (policy === 'kv-adaptive' ? (e.admitFactor ?? 1) : 1) * e.capacity - e.reserved;
 }
 
 /**
  * Choose the engine for a new rollout needing `demand` tokens (pure).
  * - `kv-budget` (docs/design/protocol.md §7, rStar2 §3): the live engine with the most free KV capacity among those that
  *   can hold `demand`; null = wait (none fits). Ties: fewer outstanding requests, then list order.
+ * - `kv-adaptive`: the same choice over each engine's adapted budget `admitFactor x capacity` ({@link freeBudget}).
  * - `least-requests`: the live engine with the fewest outstanding requests (then fewest leases, list order); ignores capacity.
  * - `round-robin`: the next live engine after `cursor`; ignores load and capacity.
  * Returns the chosen index (or null) and the new round-robin cursor.
@@ -28,13 +42,14 @@ export function pickEngine(policy: SchedulingPolicy, engines: readonly EngineLoa
   const live = engines.map((e, i) => ({ e, i })).filter((x) => x.e.up);
   if (live.length === 0) return { index: null, cursor };
   switch (policy) {
-    case 'kv-budget': {
+    case 'kv-budget':
+    case 'kv-adaptive': {
       let best: { e: EngineLoad; i: number } | null = null;
       for (const x of live) {
-        const free = x.e.capacity - x.e.reserved;
+        const free = freeBudget(policy, x.e);
         if (free < demand) continue;
         if (!best) { best = x; continue; }
-        const bestFree = best.e.capacity - best.e.reserved;
+        const bestFree = freeBudget(policy, best.e);
         if (free > bestFree || (free === bestFree && x.e.outstanding < best.e.outstanding)) best = x;
       }
       return { index: best ? best.i : null, cursor };

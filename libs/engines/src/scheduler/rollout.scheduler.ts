@@ -1,5 +1,6 @@
 import { NoEngineError, ReservationTooLargeError } from '../engine.errors';
-import { pickEngine, type EngineLoad, type SchedulingPolicy } from './engine.picker';
+import { freeBudget, pickEngine, type EngineLoad, type SchedulingPolicy } from './engine.picker';
+import { admissionCeiling, DEFAULT_ADMISSION, INITIAL_ADMISSION, nextAdmission, type AdmissionSettings, type AdmissionState } from './kv-admission.controller';
 
 /** A rollout's reservation: it runs every turn on `engineId` and holds `tokens` of its KV cache. */
 export interface Lease {
@@ -10,8 +11,12 @@ export interface Lease {
 
 /** Counters for dashboards and the scheduler benchmark. */
 export interface SchedulerStats {
-  /** Grants that pushed an engine's reservations past its capacity (never under `kv-budget`). */
+  /** Grants that pushed an engine's reservations past its capacity (never under `kv-budget`; on purpose under `kv-adaptive`). */
   overflows: number;
+  /** Retractions the engines reported while observed ({@link RolloutScheduler.observe}), summed over engines. */
+  retractions: number;
+  /** Times `kv-adaptive` lowered an engine's admission factor (a retraction or the high-water mark). */
+  backoffs: number;
   /** Rollouts that had to wait for capacity. */
   queued: number;
   /** Leases moved off an engine that went down. */
@@ -26,22 +31,36 @@ export interface SchedulerStats {
  * rollouts form a FIFO queue served first-fit when capacity frees (a large rollout at the head does not
  * block smaller ones behind it). Evicted rollouts (their engine went down) re-enter at the head.
  */
+const USED_WINDOW = 128;
+
 export class RolloutScheduler {
   private readonly engines: EngineLoad[];
   private readonly leases = new Map<string, Lease>();
   private queue: { rolloutId: string; tokens: number }[] = [];
   private cursor = 0;
-  readonly stats: SchedulerStats = { overflows: 0, queued: 0, evicted: 0, peakReserved: {} };
+  private readonly admission = new Map<string, AdmissionState>();
+  /** Engines a lease left since their admission factor last grew (turnover paces growth). */
+  private readonly turnedOver = new Set<string>();
+  /** Mean KV held / reserved tokens of the last finished rollouts (ring of {@link USED_WINDOW}). */
+  private readonly usedShares: number[] = [];
+  readonly stats: SchedulerStats = { overflows: 0, retractions: 0, backoffs: 0, queued: 0, evicted: 0, peakReserved: {} };
 
   /** @throws NoEngineError when `engines` is empty or a capacity is not positive. */
   constructor(
     readonly policy: SchedulingPolicy,
     engines: readonly { id: string; capacity: number }[],
+    /** Feedback settings of `kv-adaptive` (ignored by the other policies). */
+    private readonly admissionSettings: AdmissionSettings = DEFAULT_ADMISSION,
   ) {
     if (engines.length === 0) throw new NoEngineError('the scheduler needs at least one engine');
     for (const e of engines) if (!(e.capacity > 0)) throw new NoEngineError(`engine ${e.id} reports KV capacity ${e.capacity}; it must be positive`);
     this.engines = engines.map((e) => ({ id: e.id, capacity: e.capacity, reserved: 0, leases: 0, outstanding: 0, up: true }));
     for (const e of engines) this.stats.peakReserved[e.id] = 0;
+  }
+
+  /** True for the policies that reserve KV and make rollouts wait (`kv-budget`, `kv-adaptive`). */
+  private get budgeted(): boolean {
+    return this.policy === 'kv-budget' || this.policy === 'kv-adaptive';
   }
 
   /** The engines' current load (copies). */
@@ -61,14 +80,14 @@ export class RolloutScheduler {
   /**
    * Reserve `tokens` (prompt + max response) for a rollout. Returns its lease (the existing one when it
    * has one: sticky), or null when it was queued. `front` queues it ahead of others (resumed rollouts).
-   * @throws ReservationTooLargeError under `kv-budget` when `tokens` exceeds every engine's capacity (it could never run).
+   * @throws ReservationTooLargeError under `kv-budget` / `kv-adaptive` when `tokens` exceeds every engine's capacity (it could never run).
    */
   acquire(rolloutId: string, tokens: number, front = false): Lease | null {
     const existing = this.leases.get(rolloutId);
     if (existing) return existing;
     if (this.queue.some((q) => q.rolloutId === rolloutId)) return null;
     const largest = Math.max(...this.engines.map((e) => e.capacity));
-    if (this.policy === 'kv-budget' && tokens > largest) throw new ReservationTooLargeError(rolloutId, tokens, largest);
+    if (this.budgeted && tokens > largest) throw new ReservationTooLargeError(rolloutId, tokens, largest);
     // Waiters go first: a newcomer may not overtake the queue unless it is resumed work.
     const lease = front || this.queue.length === 0 ? this.grant(rolloutId, tokens) : null;
     if (lease) return lease;
@@ -78,11 +97,21 @@ export class RolloutScheduler {
     return null;
   }
 
-  /** Release a rollout's reservation (on every exit) or drop it from the queue; returns the waiters granted now. */
-  release(rolloutId: string): Lease[] {
+  /**
+   * Release a rollout's reservation (on every exit) or drop it from the queue; returns the waiters granted now.
+   * `usage`, when known: the rollout's first prompt and the most KV tokens it held in one request (context +
+   * generated). Its KV grew about linearly from the one to the other, so it held `(prompt + peak) / 2` on
+   * average: `kv-adaptive` learns from that share of the reservation how far to overcommit ({@link admissionCeiling}).
+   */
+  release(rolloutId: string, usage?: { promptTokens: number; peakTokens: number }): Lease[] {
     const lease = this.leases.get(rolloutId);
+    if (lease && usage && usage.peakTokens > 0 && lease.tokens > 0) {
+      this.usedShares.push(Math.min(1, (usage.promptTokens + usage.peakTokens) / 2 / lease.tokens));
+      if (this.usedShares.length > USED_WINDOW) this.usedShares.shift();
+    }
     if (lease) {
       this.leases.delete(rolloutId);
+      this.turnedOver.add(lease.engineId);
       const e = this.engine(lease.engineId);
       e.reserved -= lease.tokens;
       e.leases--;
@@ -100,6 +129,34 @@ export class RolloutScheduler {
   requestEnded(engineId: string): void {
     const e = this.engine(engineId);
     e.outstanding = Math.max(0, e.outstanding - 1);
+  }
+
+  /**
+   * What an engine reports about its KV cache now (`kvUsedTokens`, its monotonic `retractions` counter;
+   * `kvCapacityTokens` when it says). Every policy counts the retractions in {@link SchedulerStats}; under
+   * `kv-adaptive` the sample steps the engine's admission factor ({@link nextAdmission}; "saturated" = some
+   * rollout is waiting, "turned over" = a lease on the engine was released since its factor last grew). Returns the waiters granted now (the budget may have grown).
+   */
+  observe(engineId: string, sample: { kvUsedTokens: number; retractions: number; kvCapacityTokens?: number | null }): Lease[] {
+    const e = this.engine(engineId);
+    if (sample.kvCapacityTokens && sample.kvCapacityTokens > 0) e.capacity = sample.kvCapacityTokens;
+    const before = this.admission.get(engineId) ?? INITIAL_ADMISSION;
+    const { state, move } = nextAdmission(
+      before,
+      { usedShare: sample.kvUsedTokens / e.capacity, retractions: sample.retractions },
+      { saturated: this.queue.length > 0, turnedOver: this.turnedOver.has(engineId), ceiling: admissionCeiling(this.usedShares, this.admissionSettings) },
+      this.admissionSettings,
+    );
+    if (before.retractions !== null && sample.retractions > before.retractions) this.stats.retractions += sample.retractions - before.retractions;
+    if (this.policy !== 'kv-adaptive') {
+      this.admission.set(engineId, { ...state, factor: 1 });
+      return [];
+    }
+    this.admission.set(engineId, state);
+    if (move === 'backoff' || move === 'trim') this.stats.backoffs++;
+    if (move === 'grow') this.turnedOver.delete(engineId);
+    e.admitFactor = state.factor;
+    return move === 'grow' ? this.drain() : [];
   }
 
   /**
@@ -151,15 +208,15 @@ export class RolloutScheduler {
 
   private maxFree(): number {
     let m = -Infinity;
-    for (const e of this.engines) if (e.up) m = Math.max(m, e.capacity - e.reserved);
+    for (const e of this.engines) if (e.up) m = Math.max(m, freeBudget(this.policy, e));
     return m;
   }
 
   private drain(): Lease[] {
     const grants: Lease[] = [];
     const rest: { rolloutId: string; tokens: number }[] = [];
-    // Under kv-budget a waiter larger than every engine's free space cannot be granted: skip it cheaply.
-    let free = this.policy === 'kv-budget' ? this.maxFree() : Infinity;
+    // Under a budgeted policy a waiter larger than every engine's free budget cannot be granted: skip it cheaply.
+    let free = this.budgeted ? this.maxFree() : Infinity;
     if (free !== Infinity) {
       let min = Infinity;
       for (const q of this.queue) min = Math.min(min, q.tokens);
@@ -171,7 +228,7 @@ export class RolloutScheduler {
         continue;
       }
       const lease = this.grant(q.rolloutId, q.tokens);
-      if (lease && this.policy === 'kv-budget') free = this.maxFree();
+      if (lease && this.budgeted) free = this.maxFree();
       if (lease) grants.push(lease);
       else rest.push(q);
     }

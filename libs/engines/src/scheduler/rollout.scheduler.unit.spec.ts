@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { pickEngine, type EngineLoad } from './engine.picker';
+import { DEFAULT_ADMISSION } from './kv-admission.controller';
 import { RolloutScheduler } from './rollout.scheduler';
 
 const load = (id: string, capacity: number, reserved = 0, outstanding = 0, up = true): EngineLoad => ({ id, capacity, reserved, leases: 0, outstanding, up });
@@ -102,5 +103,53 @@ describe('RolloutScheduler baselines', () => {
     s.requestStarted('b');
     s.requestEnded('a');
     expect(s.acquire('r2', 1)?.engineId).toBe('a');
+  });
+});
+
+describe('RolloutScheduler (kv-adaptive)', () => {
+  it('starts as plain reservation, overcommits only as far as finished rollouts used their reservations, backs off on a retraction', () => {
+    const s = new RolloutScheduler('kv-adaptive', [{ id: 'a', capacity: 100 }], { ...DEFAULT_ADMISSION, growth: 1 });
+    expect(s.observe('a', { kvUsedTokens: 0, retractions: 0 })).toEqual([]); // baseline
+    // Eight rollouts finish having held a quarter of their reservation on average ((5 + 15) / 2 of 40): the ceiling becomes 4.
+    for (let i = 0; i < 8; i++) {
+      expect(s.acquire(`f${i}`, 40)).not.toBeNull();
+      s.release(`f${i}`, { promptTokens: 5, peakTokens: 15 });
+    }
+    expect(s.acquire('r1', 50)?.engineId).toBe('a');
+    expect(s.acquire('r2', 50)?.engineId).toBe('a');
+    expect(s.acquire('r3', 50)).toBeNull(); // factor 1: plain reservation
+    const grants = s.observe('a', { kvUsedTokens: 10, retractions: 0 });
+    expect(s.snapshot()[0].admitFactor).toBeCloseTo(1 + (1 - 0.1 / 0.8));
+    expect(grants.map((g) => g.rolloutId)).toEqual(['r3']);
+    expect(s.stats.overflows).toBe(1);
+    // No rollout left since it grew: hold.
+    expect(s.acquire('r4', 50)).toBeNull();
+    s.observe('a', { kvUsedTokens: 20, retractions: 0 });
+    expect(s.snapshot()[0].admitFactor).toBeCloseTo(1.875);
+    // The engine retracted: back to (at least) plain reservation, counted.
+    s.observe('a', { kvUsedTokens: 20, retractions: 2 });
+    expect(s.snapshot()[0].admitFactor).toBe(1);
+    expect(s.stats).toMatchObject({ retractions: 2, backoffs: 1 });
+  });
+
+  it('stays plain reservation while finished rollouts held their whole reservation', () => {
+    const s = new RolloutScheduler('kv-adaptive', [{ id: 'a', capacity: 100 }]);
+    s.observe('a', { kvUsedTokens: 0, retractions: 0 });
+    for (let i = 0; i < 8; i++) {
+      s.acquire(`f${i}`, 40);
+      s.release(`f${i}`, { promptTokens: 40, peakTokens: 40 });
+    }
+    s.acquire('r1', 60);
+    expect(s.acquire('r2', 60)).toBeNull();
+    expect(s.observe('a', { kvUsedTokens: 5, retractions: 0 })).toEqual([]);
+    expect(s.snapshot()[0].admitFactor).toBe(1);
+  });
+
+  it('other policies count retractions but keep their rules', () => {
+    const s = new RolloutScheduler('kv-budget', [{ id: 'a', capacity: 100 }]);
+    s.observe('a', { kvUsedTokens: 0, retractions: 1 });
+    s.observe('a', { kvUsedTokens: 0, retractions: 4 });
+    expect(s.stats.retractions).toBe(3);
+    expect(s.snapshot()[0].admitFactor).toBeUndefined();
   });
 });
