@@ -8,7 +8,8 @@ import { VllmAdapter } from './vllm.adapter';
 export const ENGINE_KINDS = ['sglang', 'vllm', 'builtin'] as const;
 
 /**
- * Build adapters from specs `kind=url` (e.g. `sglang=http://h:30000`, `vllm=http://h:8000?model=m&kv=200000`);
+ * Build adapters from specs `kind=url` (e.g. `sglang=http://h:30000`, `vllm=http://h:8000?model=m&kv=200000`;
+ * `kv` = the KV-cache budget in tokens the scheduler plans with, for every kind);
  * a bare URL means `sglang`. Ids are `<kind>-<index>` unless the spec has `?id=NAME`.
  * `apiKey` is the bearer token every adapter sends (the engines' `--api-key`, or a token of the
  * built-in engine's set with the scopes its routes need).
@@ -29,13 +30,13 @@ export function createEngines(specs: readonly string[], retry: RetryPolicy = DEF
     const params = url.searchParams;
     const id = params.get('id') ?? `${kind}-${i}`;
     const base = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+    const kv = params.get('kv');
+    if (kv !== null && !(Number(kv) > 0)) throw new EngineSpecError(spec, `kv must be a positive token count, got "${kv}"`);
     switch (kind) {
       case 'sglang':
       case 'builtin':
-        return new SglangAdapter(id, base, retry, kind, opts.apiKey ?? null);
+        return new SglangAdapter(id, base, retry, kind, opts.apiKey ?? null, kv ? Number(kv) : undefined);
       case 'vllm': {
-        const kv = params.get('kv');
-        if (kv !== null && !(Number(kv) > 0)) throw new EngineSpecError(spec, `kv must be a positive token count, got "${kv}"`);
         const wait = params.get('reloadWaitMs');
         if (wait !== null && !(Number(wait) >= 0)) throw new EngineSpecError(spec, `reloadWaitMs must be a non-negative number of milliseconds, got "${wait}"`);
         return new VllmAdapter(id, base, { model: params.get('model') ?? undefined, kvCapacityTokens: kv ? Number(kv) : undefined, reloadWaitMs: wait ? Number(wait) : undefined, retry, apiKey: opts.apiKey });

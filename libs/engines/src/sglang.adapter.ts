@@ -45,6 +45,11 @@ export class SglangAdapter implements EngineAdapter {
     kind = 'sglang',
     /** Bearer token sent with every request (the engine's `--api-key` / admin token), or null. */
     private readonly apiKey: string | null = null,
+    /**
+     * KV-cache budget in tokens the scheduler plans with (a run config's `engines[].kvCapacityTokens`);
+     * absent: the capacity the engine reports. The engine is still asked, so a dead one stays out of rotation.
+     */
+    private readonly kvCapacityTokens?: number,
   ) {
     this.url = url.replace(/\/+$/, '');
     this.kind = kind;
@@ -57,7 +62,7 @@ export class SglangAdapter implements EngineAdapter {
     if (typeof cap !== 'number' || !(cap > 0)) {
       throw new EngineResponseError(this.id, '/get_server_info has no positive max_total_num_tokens (the KV-cache capacity in tokens)');
     }
-    return { kvCapacityTokens: cap };
+    return { kvCapacityTokens: this.kvCapacityTokens ?? cap };
   }
 
   async generate(req: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {
