@@ -1,10 +1,9 @@
 import type { Command } from 'commander';
 import { join } from 'node:path';
-import { loadRunConfig, presetNames, presetSummaries, REPO_ROOT, RunRefusedError } from '@rstar/step-driver';
+import { checkGpuOverlays, GPU_OVERLAYS, loadRunConfig, OverlayMismatchError, presetNames, presetSummaries, refuseRemoteIgnoredFields, REPO_ROOT, RunRefusedError } from '@rstar/step-driver';
 import { pairedGain, runHfTraining, runTraining, submitRemoteRun } from '@rstar/training';
 import { writeRunReport, fmtPct } from '@rstar/training-report';
 import { ProgressPrinter } from '../train/progress.printer';
-import { checkGpuOverlays, GPU_OVERLAYS, OverlayMismatchError } from '../train/overlay.check';
 
 /**
  * `rstar train [--preset P] [--config F] [--out DIR] [--remote [NATS_URL]] [--resume RUN] [--validate]`:
@@ -39,6 +38,17 @@ export function register(program: Command): void {
         const steps = config.stages.reduce((a, s) => a + s.steps, 0);
         // A GPU config runs on the services of the GPU overlays: its paths and URLs must be what their pods see.
         let fits = '';
+        // A config only the services run, or one meant for them, names nothing they would ignore.
+        if (config.validateOnly || o.remote) {
+          try {
+            refuseRemoteIgnoredFields(config);
+          } catch (e) {
+            if (!(e instanceof RunRefusedError)) throw e;
+            process.stderr.write(`rstar train: config ${source}: ${e.message}\n`);
+            process.exitCode = 2;
+            return;
+          }
+        }
         if (config.validateOnly && config.policy.kind === 'hf') {
           try {
             const checked = checkGpuOverlays(config, REPO_ROOT);
