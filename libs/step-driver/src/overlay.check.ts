@@ -35,7 +35,6 @@ export const PATH_READERS: Record<'policy.path' | 'policy.checkpoint' | 'data.pa
 export interface RenderedObject {
   kind: string;
   metadata: { name: string };
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   spec?: any;
 }
 
