@@ -196,6 +196,7 @@ export class PolicyServingHandler {
     return this.running.size;
   }
 
+  /** The policy version the engines hold now (of the run in {@link policy}). */
   get policyVersion(): number {
     return this.gate.loadedVersion;
   }
@@ -326,10 +327,11 @@ export class PolicyServingHandler {
    */
   private verifyBeforeSampling(pool: EnginePool, runId: string, version: number): Promise<void> {
     // Per pool: engines switched to mid-run are verified again.
-    const key = `${runId}@${version}@${[...this.pools.values()].indexOf(pool)}`;
+    const policy = `${runId}@${version}`;
+    const key = `${policy}@${[...this.pools.values()].indexOf(pool)}`;
     let p = this.verified.get(key);
     if (!p) {
-      p = pool.verifyWeights({ version, checkpointHash: this.policyHashes.get(key) ?? null });
+      p = pool.verifyWeights({ version, checkpointHash: this.policyHashes.get(policy) ?? null });
       this.verified.set(key, p);
       p.catch(() => this.verified.delete(key));
       if (this.verified.size > 1000) this.verified.delete(this.verified.keys().next().value as string);
