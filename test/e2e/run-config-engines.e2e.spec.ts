@@ -2,14 +2,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ids, makeEvent, parseRunConfig, streams } from '@rstar/contracts';
+import { ids, makeEvent, streams } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
 import { JetStreamBus } from '@rstar/messaging';
 import { startBuiltinEngine, type BuiltinEngine } from '@rstar/engines';
 import { distributedRolloutExtras, readRunEvents } from '@rstar/step-driver';
 import { submitRemoteRun } from '@rstar/training';
 import { until } from '@rstar/testing';
-import { SFT_CHECKPOINT_TIMEOUT_MS, ensureSftCheckpoint } from '../support/sft-checkpoint';
+import { PolicyModel } from '@rstar/policy';
 import { startPrivateNats, type PrivateNats, type ServiceProcess } from '../support/service-process';
 import { PrivatePostgres } from '../support/private-postgres';
 import { shortRunConfig, startPipeline, stopPipeline, type PipelineService } from '../support/distributed-pipeline';
@@ -35,8 +35,11 @@ describe('remote runs use the run config over the services\' environment', () =>
   let sftCheckpoint = '';
 
   beforeAll(async () => {
-    sftCheckpoint = await ensureSftCheckpoint();
     ckptDir = mkdtempSync(join(tmpdir(), 'rstar-config-engines-'));
+    // An untrained tiny policy: this test is about which engines and scheduler serve a run, not about learning.
+    const model = await PolicyModel.create({ layers: 2, dModel: 64, heads: 4, context: 160 }, 410);
+    sftCheckpoint = model.save(join(ckptDir, 'start')).dir;
+    model.dispose();
     pg = await PrivatePostgres.start();
     nats = await startPrivateNats();
     engineA = await startBuiltinEngine({ port: 0, host: '127.0.0.1', checkpointDir: sftCheckpoint, kvCapacityTokens: 160 * 64 });
@@ -44,7 +47,7 @@ describe('remote runs use the run config over the services\' environment', () =>
     svcs = await startPipeline({ natsUrl: nats.url, databaseUrl: pg.url(), engineUrl: engineA.url, checkpointDir: ckptDir, env: { RSTAR_SCHEDULER: 'round-robin' } });
     store = await EventStore.connect({ connectionString: pg.url() });
     bus = await JetStreamBus.connect({ servers: nats.url, name: 'config-engines-observer' });
-  }, SFT_CHECKPOINT_TIMEOUT_MS + 240_000);
+  }, 300_000);
 
   afterAll(async () => {
     await stopPipeline(svcs);
@@ -77,12 +80,12 @@ describe('remote runs use the run config over the services\' environment', () =>
     expect(view.engines.map((e) => e.capacity)).toEqual([7777]);
   }, 600_000);
 
-  it("rollouts of a run whose config names an engine's URL go to that engine, not to RSTAR_ENGINES'", async () => {
-    const config = parseRunConfig({
-      name: 'config-engine-url', policy: { kind: 'hf', prompt: 'compact' }, trainer: { kind: 'worker' }, scheduler: 'round-robin',
-      engines: [{ kind: 'sglang', url: engineB!.url }],
-      stages: [{ name: 'rl', steps: 1, promptsPerStep: 1, maxResponseTokens: 64, maxTurns: 2, lr: 1e-3 }],
-    });
+  it("rollouts whose run config names an engine's URL go to that engine, not to RSTAR_ENGINES'", async () => {
+    // What a GPU config's engines (sglang, with URLs) put on each RolloutRequested, here naming engine B. The
+    // built-in engine reports its weights' hash as its version, so it is named as what it is (builtin): a
+    // built-in policy's own config cannot name a URL (standalone runs start their own engine; --validate refuses it).
+    const config = shortRunConfig('config-engine-url', 411, sftCheckpoint, { steps: 1, prompts: 1, group: 1, oversample: 1 });
+    const extras = distributedRolloutExtras({ ...config, scheduler: 'round-robin', engines: [{ kind: 'builtin', url: engineB!.url, kvCapacityTokens: null }] });
     const runId = ids.newRun();
     const rolloutId = ids.rollout(runId, 0, 0, 0);
     const [batchesA, batchesB] = [engineA!.scheduler.stats().batches, engineB!.scheduler.stats().batches];
@@ -91,10 +94,14 @@ describe('remote runs use the run config over the services\' environment', () =>
       data: {
         rolloutId, groupId: ids.group(runId, 0, 0), step: 0, promptIdx: 0, sampleIdx: 0, promptId: 'p0', problem: 'What is 2 + 3?', gold: '5',
         samplingParams: { temperature: 1, topP: 1, seed: 7 }, budget: { maxTokens: 64, maxTurns: 2 }, policyVersion: 0,
-        prompt: { compact: true }, ...distributedRolloutExtras(config),
+        prompt: { compact: true }, ...extras,
       },
     }));
-    await until(async () => (await readRunEvents(store!, runId, ['RolloutCompleted'])).length > 0 || undefined, `rollout ${rolloutId} completed`, { timeoutMs: 120_000, everyMs: 200 });
+    const [ended] = await until(async () => {
+      const evs = await readRunEvents(store!, runId, ['RolloutCompleted', 'RunFailed']);
+      return evs.length > 0 ? evs : undefined;
+    }, `rollout ${rolloutId} completed`, { timeoutMs: 120_000, everyMs: 200 });
+    expect(ended.type, ended.type === 'RunFailed' ? JSON.stringify(ended.data) : '').toBe('RolloutCompleted');
     expect(engineB!.scheduler.stats().batches).toBeGreaterThan(batchesB);
     expect(engineA!.scheduler.stats().batches).toBe(batchesA);
     const view = await enginesView();
