@@ -4,6 +4,8 @@ import { join, relative } from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ARCHIVE_LOGINS } from '@rstar/event-store';
+import { parseRunConfig } from '@rstar/contracts';
+import { loadRunConfig, overlayProblems } from '@rstar/step-driver';
 import { REPO_ROOT } from '../support/service-process';
 import { containersOf, gpuOf, kustomizeCommand, podTemplatesOf, render, ruleProblems, schemaError, type K8sObject } from '../support/k8s.rules';
 import { crdSource, kubernetesSchemaRoot, PUBLISHED_CRD_KINDS, StrictValidator } from '../support/k8s-schema';
@@ -208,6 +210,42 @@ suite('Kubernetes manifests', () => {
         expect(host, 'the trainer listens where the Service and Prometheus reach it').toBe('0.0.0.0');
         expect(trainer.args[trainer.args.indexOf('--port') + 1]).toBe('31000');
       });
+
+      if (overlay.gpu) {
+        it('every GPU preset fits the pods: each path on a volume of every container that reads it, each engine URL an engine pod, trainer.url the trainer-worker Service (what rstar train --validate checks)', () => {
+          for (const preset of ['qwen-7b-mi300x', 'rstar2-14b']) {
+            const { config } = loadRunConfig({ preset });
+            expect(config.validateOnly && config.policy.kind === 'hf', `${preset} is a GPU config`).toBe(true);
+            expect(overlayProblems(config, objs(), overlay.name), preset).toEqual([]);
+            // Every URL and host the preset names exists: the engines it samples on and the trainer it trains on.
+            for (const e of config.engines) expect(e.url, `${preset} names its engines`).toMatch(/^http:\/\/engine-\d\.engine:30000$/);
+          }
+          const { config } = loadRunConfig({ preset: 'qwen-7b-mi300x' });
+          expect(new URL(config.trainer.url!).hostname).toBe('trainer-worker');
+          find(objs(), 'Service', 'trainer-worker');
+        });
+
+        it('a config naming a path no reader mounts, an engine pod past the replicas or an unknown host is refused naming the field, the workload and its mounts', () => {
+          const { config } = loadRunConfig({ preset: 'qwen-7b-mi300x' });
+          const bad = parseRunConfig({ ...config, policy: { ...config.policy, model: undefined, checkpoint: '/data/sft' }, data: { ...config.data, path: 'datasets/train.jsonl' },
+            engines: [{ kind: 'sglang', url: 'http://engine-7.engine:30000' }, { kind: 'sglang', url: 'http://sglang-0:30000' }], trainer: { ...config.trainer, url: 'http://trainer-worker:8080' } });
+          const problems = overlayProblems(bad, objs(), overlay.name);
+          const about = (field: string) => problems.filter((p) => p.field === field).map((p) => p.message);
+          expect(about('policy.checkpoint')).toHaveLength(4);
+          expect(about('policy.checkpoint').join('\n')).toContain('"/data/sft" (/data/sft in the pod) is on no volume of StatefulSet/engine');
+          expect(about('policy.checkpoint').join('\n')).toContain('LeaderWorkerSet/trainer worker');
+          expect(about('data.path')).toEqual([expect.stringMatching(/\(\/app\/datasets\/train\.jsonl in the pod\) is on no volume of Deployment\/optimization .*its mounts: .*\/shared/)]);
+          expect(about('engines.0.url')).toEqual([expect.stringContaining('StatefulSet engine has 4 replicas')]);
+          expect(about('engines.1.url')).toEqual([expect.stringContaining('host sglang-0 is no Service of the overlay')]);
+          expect(about('trainer.url')).toEqual([expect.stringContaining('Service trainer-worker has no port 8080')]);
+          // Without the engines' /shared mount the presets' SFT checkpoint would not load as version 0.
+          const noShared = objs().map((o) => (o.kind === 'StatefulSet' && o.metadata.name === 'engine' ? structuredClone(o) : o));
+          const engine = noShared.find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'engine')!;
+          const c = engine.spec.template.spec.containers.find((x: { name: string }) => x.name === 'engine');
+          c.volumeMounts = c.volumeMounts.filter((m: { mountPath: string }) => m.mountPath !== '/shared');
+          expect(overlayProblems(config, noShared, overlay.name)).toEqual([{ field: 'policy.checkpoint', message: expect.stringContaining('on no volume of StatefulSet/engine') }]);
+        });
+      }
 
       it('Postgres: a Secret per database service, no service migrates, the migration Job runs as the owner (the superuser on a laptop)', () => {
         for (const name of DB_SERVICES) {

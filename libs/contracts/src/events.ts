@@ -73,6 +73,13 @@ export const RolloutRequestedData = z.object({
    * gives the recipe): policy-serving refuses the rollout when its own tokenizer hashes differently.
    */
   tokenizerHash: z.string().optional(),
+  /**
+   * The run config's engines and scheduler (optional, added without a version bump): policy-serving samples
+   * the rollout on exactly these, a URL the config leaves out taken from its own RSTAR_ENGINES at the same
+   * index. Absent (runs recorded before it, standalone runs): policy-serving's own engines and scheduler.
+   */
+  engines: z.array(z.object({ kind: z.enum(['builtin', 'sglang', 'vllm']), url: z.string().nullable(), kvCapacityTokens: z.number().int().positive().nullable() })).min(1).optional(),
+  scheduler: z.enum(['kv-budget', 'least-requests', 'round-robin']).optional(),
 });
 
 export const TurnGeneratedData = z.object({

@@ -71,3 +71,14 @@ export class ReservationTooLargeError extends EngineError {
     super('reservation_too_large', `rollout ${rolloutId} needs ${tokens} KV tokens (prompt + budget) but the largest engine holds ${largest}; lower budget.maxTokens or add KV capacity`, '');
   }
 }
+
+/** A run config's engine leaves its URL out and the service's own engine list (RSTAR_ENGINES) has no entry to fill it. */
+export class RunEngineUrlMissingError extends RstarError {
+  constructor(index: number, envCount: number) {
+    super(
+      'run_engine_url_missing',
+      `engines.${index}.url is not set and RSTAR_ENGINES names ${envCount} engine${envCount === 1 ? '' : 's'} (no entry ${index} to take it from): give engines.${index}.url in the run config`,
+      `engines.${index}.url`,
+    );
+  }
+}

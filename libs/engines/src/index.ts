@@ -5,6 +5,7 @@ export * from './http.client';
 export * from './sglang.adapter';
 export * from './vllm.adapter';
 export * from './engine.factory';
+export * from './run-engines';
 export * from './engine.pool';
 export * from './weight-sync';
 export * from './scheduler/engine.picker';

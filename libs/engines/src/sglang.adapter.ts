@@ -49,8 +49,11 @@ export class SglangAdapter implements EngineAdapter {
     /**
      * `colocate`: the engine shares its accelerator with the trainer, so each weight update runs inside a
      * memory release: release weights + KV cache, resume weights, load, resume the KV cache (SGLang's order).
+     * `kvCapacityTokens`: KV-cache budget in tokens the scheduler plans with (a run config's
+     * `engines[].kvCapacityTokens`); absent: the capacity the engine reports. The engine is still asked, so a
+     * dead one stays out of rotation.
      */
-    private readonly opts: { colocate?: boolean } = {},
+    private readonly opts: { colocate?: boolean; kvCapacityTokens?: number } = {},
   ) {
     this.url = url.replace(/\/+$/, '');
     this.kind = kind;
@@ -63,7 +66,7 @@ export class SglangAdapter implements EngineAdapter {
     if (typeof cap !== 'number' || !(cap > 0)) {
       throw new EngineResponseError(this.id, '/get_server_info has no positive max_total_num_tokens (the KV-cache capacity in tokens)');
     }
-    return { kvCapacityTokens: cap };
+    return { kvCapacityTokens: this.opts.kvCapacityTokens ?? cap };
   }
 
   async generate(req: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {

@@ -1,5 +1,5 @@
 import { InvalidRolloutRequestError, runRollout, type RolloutOptions, type RolloutResult, type Tokenizer, type TurnRecord } from '@rstar/agent';
-import { makeEvent, streams, type RstarEvent } from '@rstar/contracts';
+import { makeEvent, RstarError, streams, type RstarEvent } from '@rstar/contracts';
 import { PermanentError, TransientError, type EventBus, type Subscription } from '@rstar/messaging';
 import { counter, createLogger, histogram, inSpan, type Logger } from '@rstar/telemetry';
 import { BusToolExecutor } from './bus-tool.executor';
@@ -11,7 +11,13 @@ import { tracedSession } from './engine-session.tracing';
 
 /** Options of {@link PolicyServingHandler}. */
 export interface PolicyServingOptions {
+  /** The engines and scheduler of rollouts whose request names none (and of every rollout without {@link runPools}). */
   pool: EnginePool;
+  /**
+   * The pools of runs that name their own engines and scheduler (`RolloutRequested.engines` / `scheduler`,
+   * from the run config). Absent: every rollout runs on {@link pool}.
+   */
+  runPools?: RunPoolFactory;
   tokenizer: Tokenizer;
   /** Agent-loop options (tool limits, response truncation, parallel calls). */
   rollout?: RolloutOptions;
@@ -54,10 +60,25 @@ export interface PolicyServingOptions {
 
 type Requested = RstarEvent<'RolloutRequested'>;
 
+/**
+ * How policy-serving builds the engine pool a run's config names (see {@link PolicyServingOptions.runPools}).
+ * Requests with the same key share one pool; the default pool's key is `keyOf(undefined, undefined)`.
+ */
+export interface RunPoolFactory {
+  keyOf(engines: Requested['data']['engines'], scheduler: Requested['data']['scheduler']): string;
+  /** @throws a typed error naming the field (e.g. `engines.1.url`) when the request's engines cannot be resolved. */
+  create(engines: Requested['data']['engines'], scheduler: Requested['data']['scheduler']): Promise<EnginePool>;
+}
+
 const rolloutsCompleted = () => counter('rstar_rollouts_completed_total', 'Rollouts completed by this policy-serving, per run and finish reason', ['run', 'finish_reason']);
 const rolloutToolCalls = () => counter('rstar_rollout_tool_calls_total', 'Tool calls of completed rollouts, per run and outcome (ok or error)', ['run', 'outcome']);
 const responseTokens = () =>
   histogram('rstar_rollout_response_tokens', 'Response length of completed rollouts in tokens (model and tool-response tokens)', ['run'], [16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]);
+
+/** The weights check of an update that names its checkpoint hash. */
+function weightsOf(ref?: PolicyRef & { checkpointHash?: string }): { version: number; checkpointHash: string } | undefined {
+  return ref && ref.checkpointHash ? { version: ref.version, checkpointHash: ref.checkpointHash } : undefined;
+}
 
 /** How a rollout run in this process ended: its completion stored (and acked), dropped for good, or to be retried. */
 type RunOutcome = 'completed' | 'dropped' | 'retry';
@@ -106,6 +127,13 @@ export class PolicyServingHandler {
   private readonly policyHashes = new Map<string, string>();
   private readonly verified = new Map<string, Promise<void>>();
   private subs: Subscription[] = [];
+  /** The pool rollouts run on now (one run at a time holds the engines), and every pool built, by key. */
+  private current: EnginePool;
+  private readonly pools = new Map<string, EnginePool>();
+  /** Pool switches, one at a time. */
+  private switching: Promise<unknown> = Promise.resolve();
+  /** The newest policy the follower loaded (or is loading): a pool switched to within its run loads it too. */
+  private lastLoad: { uri: string; ref?: PolicyRef & { checkpointHash?: string } } | null = null;
   private stopping: Promise<'stopping'> = new Promise(() => undefined);
   private markStopping: () => void = () => undefined;
 
@@ -117,16 +145,58 @@ export class PolicyServingHandler {
     this.log = opts.logger ?? createLogger('policy-serving');
     this.tools = new BusToolExecutor(bus, { runId: '', producer: this.producer, causedBy: null }, { resultTimeoutMs: opts.toolResultTimeoutMs ?? 120_000 });
     this.gate = new PolicyVersionGate(opts.initialPolicyVersion ?? 0);
-    this.follower = new PolicyFollower(this.gate, (uri, ref) =>
-      this.opts.pool.updateWeights(uri, ref && ref.checkpointHash ? { version: ref.version, checkpointHash: ref.checkpointHash } : undefined));
+    this.current = opts.pool;
+    if (opts.runPools) this.pools.set(opts.runPools.keyOf(undefined, undefined), opts.pool);
+    this.follower = new PolicyFollower(this.gate, async (uri, ref) => {
+      this.lastLoad = { uri, ref };
+      // A switch to another pool during the load: that pool must get these weights too.
+      let pool: EnginePool;
+      do {
+        pool = this.current;
+        await pool.updateWeights(uri, weightsOf(ref));
+      } while (pool !== this.current);
+    });
   }
 
-  /** The policy version the engines hold now (of the run in {@link policy}). */
+  /**
+   * The pool a rollout runs on: the one its run's config names (built once per engine set and scheduler),
+   * made current. A pool switched to within a run whose policy the follower already loaded loads it first
+   * (the engines of a fresh run got their start weights from the optimization service).
+   */
+  private poolFor(ev: Requested): Promise<EnginePool> {
+    const f = this.opts.runPools;
+    if (!f) return Promise.resolve(this.opts.pool);
+    const key = f.keyOf(ev.data.engines, ev.data.scheduler);
+    if (this.pools.get(key) === this.current) return Promise.resolve(this.current);
+    const next = this.switching.then(async () => {
+      let pool = this.pools.get(key);
+      if (!pool) {
+        pool = await f.create(ev.data.engines, ev.data.scheduler);
+        this.pools.set(key, pool);
+        this.log.info('engine pool of a run config', { runId: ev.runId, engines: pool.adapters.map((a) => a.id), scheduler: pool.scheduler.policy });
+      }
+      if (pool !== this.current) {
+        this.current = pool;
+        const last = this.lastLoad;
+        if (last && last.ref?.runId === ev.runId) await pool.updateWeights(last.uri, weightsOf(last.ref));
+      }
+      return pool;
+    });
+    this.switching = next.catch(() => undefined);
+    return next;
+  }
+
+  /** The engine pool rollouts run on now: the last run's (its config's engines and scheduler), else the default. */
+  get enginePool(): EnginePool {
+    return this.current;
+  }
+
   /** Rollouts being run by this instance now. */
   get activeRollouts(): number {
     return this.running.size;
   }
 
+  /** The policy version the engines hold now (of the run in {@link policy}). */
   get policyVersion(): number {
     return this.gate.loadedVersion;
   }
@@ -207,6 +277,7 @@ export class PolicyServingHandler {
     this.tools.failAll(new TransientError('policy-serving stopping'));
     await Promise.allSettled(subs.map((s) => s.drain()));
     this.opts.pool.close();
+    for (const p of this.pools.values()) if (p !== this.opts.pool) p.close();
   }
 
   /** Run `work`, extending the message's ack deadline every third of `ackWaitMs` while it runs. */
@@ -254,11 +325,13 @@ export class PolicyServingHandler {
    * Before a run's rollouts sample with policy `version`: every engine must report holding it (its weight
    * version, and the checkpoint manifest hash when known), once per run and version.
    */
-  private verifyBeforeSampling(runId: string, version: number): Promise<void> {
-    const key = `${runId}@${version}`;
+  private verifyBeforeSampling(pool: EnginePool, runId: string, version: number): Promise<void> {
+    // Per pool: engines switched to mid-run are verified again.
+    const policy = `${runId}@${version}`;
+    const key = `${policy}@${[...this.pools.values()].indexOf(pool)}`;
     let p = this.verified.get(key);
     if (!p) {
-      p = this.opts.pool.verifyWeights({ version, checkpointHash: this.policyHashes.get(key) ?? null });
+      p = pool.verifyWeights({ version, checkpointHash: this.policyHashes.get(policy) ?? null });
       this.verified.set(key, p);
       p.catch(() => this.verified.delete(key));
       if (this.verified.size > 1000) this.verified.delete(this.verified.keys().next().value as string);
@@ -341,16 +414,27 @@ export class PolicyServingHandler {
       await this.failRun(ev, r.step, msg);
       throw new PermanentError(msg, 'tokenizerHash');
     }
+    let pool: EnginePool;
+    try {
+      pool = await this.poolFor(ev);
+    } catch (e) {
+      // The run's engines cannot be resolved (a URL neither the config nor RSTAR_ENGINES gives): no retry helps.
+      if (e instanceof RstarError && !(e instanceof EngineError)) {
+        await this.failRun(ev, r.step, `run ${ev.runId}'s engines: ${e.message}`);
+        throw new PermanentError(e.message, e.field ?? 'engines');
+      }
+      throw new TransientError(`rollout ${r.rolloutId}: the engines of run ${ev.runId} did not answer: ${(e as Error).message}`, e);
+    }
     const version = await this.gate.enter(ev.runId, r.policyVersion, this.opts.versionWaitMs ?? 60_000);
     if (version === null) {
       const held = this.gate.loaded;
       throw new TransientError(`rollout ${r.rolloutId} asks for policy version ${r.policyVersion} of run ${ev.runId}; engines hold ${held.runId ?? '(start)'}@${held.version} (no such PolicyUpdated seen by durable ${this.durables.policy})`);
     }
-    const session = this.opts.pool.open(r.rolloutId);
-    const kinds = new Map(this.opts.pool.adapters.map((a) => [a.id, a.kind]));
+    const session = pool.open(r.rolloutId);
+    const kinds = new Map(pool.adapters.map((a) => [a.id, a.kind]));
     let result: RolloutResult;
     try {
-      await this.verifyBeforeSampling(ev.runId, version);
+      await this.verifyBeforeSampling(pool, ev.runId, version);
       const stream = streams.rollout(r.rolloutId);
       const attributes = { 'rstar.run.id': ev.runId, 'rstar.rollout.id': r.rolloutId, 'rstar.group.id': r.groupId, 'rstar.step': r.step, 'rstar.policy.version': version };
       result = await inSpan('rollout', { attributes }, async (span) => {

@@ -1,8 +1,8 @@
 import { join, resolve } from 'node:path';
-import { makeEvent, parseRunConfig, streams, type RstarEvent } from '@rstar/contracts';
+import { makeEvent, parseRunConfig, streams, type RstarEvent, type RunConfig } from '@rstar/contracts';
 import type { EventStore } from '@rstar/event-store';
 import type { EventBus } from '@rstar/messaging';
-import { OptimizationHandler, resumePoint, type RunSummary } from './driver';
+import { distributedRolloutExtras, OptimizationHandler, resumePoint, type RunSummary } from './driver';
 import { PolicyModel, runSft } from '@rstar/policy';
 import type { EngineAdapter } from '@rstar/engines';
 import { SandboxPool } from '@rstar/sandbox';
@@ -22,9 +22,12 @@ export interface LaunchDeps {
    * Every inference engine (policy-serving's): each gets the start weights (SFT, or the resumed version)
    * before the first step. Later updates reach them through policy-serving, which reloads on
    * `PolicyUpdated` and holds each step's rollouts until their policy version is loaded — so the step
-   * driver is given no engines of its own (one reload per update, not two).
+   * driver is given no engines of its own (one reload per update, not two). A function gets the run's
+   * config and gives its engines (the optimization service: the config's `engines`, URLs it leaves out
+   * from RSTAR_ENGINES, `runEngineSpecs` of @rstar/engines); it may throw a typed error naming the field,
+   * which fails the run.
    */
-  engines: readonly EngineAdapter[];
+  engines: readonly EngineAdapter[] | ((config: RunConfig) => readonly EngineAdapter[]);
   /** Checkpoints go to `<checkpointRoot>/<runId>/` (a path every engine can read). */
   checkpointRoot: string;
   /** The trainer worker's URL for `trainer.kind: worker` runs whose config names none (RSTAR_TRAINER_URL). */
@@ -60,9 +63,15 @@ export async function launchDistributedRun(ev: RstarEvent<'RunStarted'>, deps: L
   }
   // A GPU config runs here only as a Hugging Face policy on the engines and trainer worker this service drives.
   if (config.validateOnly && config.policy.kind !== 'hf') return fail(`config "${config.name}" is validateOnly with a ${config.policy.kind} policy (needs real engines and the trainer worker: policy.kind hf)`);
+  let engines: readonly EngineAdapter[];
+  try {
+    engines = typeof deps.engines === 'function' ? deps.engines(config) : deps.engines;
+  } catch (e) {
+    return fail((e as Error).message);
+  }
   if (config.policy.kind === 'hf') {
     return launchHfRun(ev, config, {
-      bus: deps.bus, store: deps.store, engines: deps.engines, trainerUrl: deps.trainerUrl, batchDir: deps.batchDir ?? join(resolve(deps.checkpointRoot), 'batches'),
+      bus: deps.bus, store: deps.store, engines, trainerUrl: deps.trainerUrl, batchDir: deps.batchDir ?? join(resolve(deps.checkpointRoot), 'batches'),
       working: deps.working, log: deps.log,
     });
   }
@@ -93,13 +102,14 @@ export async function launchDistributedRun(ev: RstarEvent<'RunStarted'>, deps: L
       }
     }
     // The engines serve version `version` from here on (version 0 = the SFT weights).
-    await Promise.all(deps.engines.map((a) => a.updateWeights(weights)));
+    await Promise.all(engines.map((a) => a.updateWeights(weights)));
     const model = await PolicyModel.load(weights);
     const trainer = new StagedBuiltinTrainer(model, config, version, !resume.policy);
     trainer.beginStep(resume.nextStep);
     const handler = new OptimizationHandler(deps.bus, {
       config, runId, prompts: runPrompts(config, resolveDataPath).train, trainer, engines: [], checkpointDir: dir,
       store: runEventSource(deps.store), mode: 'distributed', codeVersion: ev.data.codeVersion, durable: OPTIMIZATION_STEPS_DURABLE,
+      rolloutExtras: distributedRolloutExtras(config),
       onStep: (step, stage, metrics) => {
         trainer.beginStep(step + 1);
         log('step completed', { runId, step, stage, rewardMean: metrics.rewardMean, passRate: metrics.passRate });

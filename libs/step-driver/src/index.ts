@@ -13,3 +13,5 @@ export * from './hf/hf-sft.traces';
 export * from './hf/hf-sft.runner';
 export * from './hf/tokenizer.check';
 export * from './hf/hf-run.launcher';
+export * from './overlay.check';
+export * from './remote-run.fields';

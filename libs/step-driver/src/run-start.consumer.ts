@@ -1,7 +1,6 @@
 import type { EventStore } from '@rstar/event-store';
 import type { EventBus, Subscription } from '@rstar/messaging';
-import type { EngineAdapter } from '@rstar/engines';
-import { launchDistributedRun } from './distributed-run.launcher';
+import { launchDistributedRun, type LaunchDeps } from './distributed-run.launcher';
 import { pipelineDurables, waitForConsumers } from './pipeline.consumers';
 
 /**
@@ -21,7 +20,8 @@ export class RunStartConsumer {
     private readonly bus: EventBus,
     private readonly store: EventStore,
     private readonly opts: {
-      engines: readonly EngineAdapter[];
+      /** The engines of a run (see `LaunchDeps.engines`): fixed, or from the run's config. */
+      engines: LaunchDeps['engines'];
       checkpointRoot: string;
       /** The trainer worker of `trainer.kind: worker` runs (RSTAR_TRAINER_URL) and the shared batch directory (RSTAR_BATCH_DIR). */
       trainerUrl?: string;

@@ -7,7 +7,8 @@ export const OPTIMIZATION_PORT = 3005;
 /**
  * optimization's settings: the base ones (PORT default 3005, HOST, RSTAR_NATS_URL, RSTAR_STREAM,
  * RSTAR_SUBJECT_PREFIX), the archive (RSTAR_DATABASE_URL, required: a run resumes from it; RSTAR_DB_SCHEMA),
- * RSTAR_ENGINES (comma-separated `kind=url`, the engines that get a run's start weights; required),
+ * RSTAR_ENGINES (comma-separated `kind=url`: the engines a run's config leaves out or names without URL, which get
+ * its start weights; required),
  * RSTAR_CHECKPOINT_DIR (default `runs`; must be readable by the engines at the same path),
  * RSTAR_RUNS_DURABLE (consumer of RunStarted, default `optimization-runs`), RSTAR_TRAINER_URL (the trainer
  * worker of `trainer.kind: worker` runs, e.g. http://127.0.0.1:31000; optional) and RSTAR_BATCH_DIR (where

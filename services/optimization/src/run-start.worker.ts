@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
-import { createEngines, DEFAULT_RETRY } from '@rstar/engines';
+import { createEngines, DEFAULT_RETRY, runEngineSpecs } from '@rstar/engines';
 import { BackgroundWorker, BusConnection, ReadinessRegistry, SECURITY_SETTINGS, StoreConnection, type Stoppable } from '@rstar/nest-runtime';
 import type { SecuritySettings } from '@rstar/security';
 import { RunStartConsumer } from '@rstar/step-driver';
@@ -28,7 +28,8 @@ export class RunStartWorker extends BackgroundWorker {
   protected async launch(): Promise<Stoppable> {
     const [bus, store] = await Promise.all([this.bus.ready(), this.store.ready()]);
     const consumer = new RunStartConsumer(bus, store, {
-      engines: createEngines(this.cfg.get('RSTAR_ENGINES', { infer: true }), DEFAULT_RETRY, { apiKey: this.security.engineApiKey }),
+      // The run config names the engines; RSTAR_ENGINES fills the URLs it leaves out.
+      engines: (config) => createEngines(runEngineSpecs(config.engines, this.cfg.get('RSTAR_ENGINES', { infer: true })), DEFAULT_RETRY, { apiKey: this.security.engineApiKey }),
       checkpointRoot: this.cfg.get('RSTAR_CHECKPOINT_DIR', { infer: true }),
       durable: this.cfg.get('RSTAR_RUNS_DURABLE', { infer: true }),
       trainerUrl: this.cfg.get('RSTAR_TRAINER_URL', { infer: true }),

@@ -8,7 +8,7 @@ export const POLICY_SERVING_PORT = 3001;
 /**
  * policy-serving's settings: the base ones (PORT default 3001, HOST, RSTAR_NATS_URL, RSTAR_STREAM,
  * RSTAR_SUBJECT_PREFIX) and RSTAR_ENGINES (comma-separated `kind=url`, required), RSTAR_SCHEDULER (default
- * kv-budget), RSTAR_COMPACT_PROMPT (`1`: prompts without the system turn, as the tiny built-in policy was
+ * kv-budget) — both only for what a run's config leaves out (its `RolloutRequested` carry its engines and scheduler), RSTAR_COMPACT_PROMPT (`1`: prompts without the system turn, as the tiny built-in policy was
  * trained; `0`: the full rStar2 template; default `auto`: compact when every engine is built-in), RSTAR_ROLLOUT_CONCURRENCY
  * (default 256), RSTAR_POLICY_VERSION (the version the engines hold at start, default 0),
  * RSTAR_INSTANCE_ID (this replica's stable name, default `default`: a restart with the same id resumes its

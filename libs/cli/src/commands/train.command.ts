@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { join } from 'node:path';
-import { loadRunConfig, presetNames, presetSummaries, RunRefusedError } from '@rstar/step-driver';
+import { checkGpuOverlays, GPU_OVERLAYS, loadRunConfig, OverlayMismatchError, presetNames, presetSummaries, refuseRemoteIgnoredFields, REPO_ROOT, RunRefusedError } from '@rstar/step-driver';
 import { pairedGain, runHfTraining, runTraining, submitRemoteRun } from '@rstar/training';
 import { writeRunReport, fmtPct } from '@rstar/training-report';
 import { ProgressPrinter } from '../train/progress.printer';
@@ -36,7 +36,32 @@ export function register(program: Command): void {
       const { config, source } = loadRunConfig({ preset: o.preset, file: o.config });
       if (o.validate) {
         const steps = config.stages.reduce((a, s) => a + s.steps, 0);
-        process.stdout.write(`config ${source} is valid: "${config.name}", ${config.stages.length} RL stage(s), ${steps} steps${config.validateOnly ? ' (validateOnly: needs GPUs; submit it with --remote to services with engines and a trainer worker)' : ''}\n`);
+        // A GPU config runs on the services of the GPU overlays: its paths and URLs must be what their pods see.
+        let fits = '';
+        // A config only the services run, or one meant for them, names nothing they would ignore.
+        if (config.validateOnly || o.remote) {
+          try {
+            refuseRemoteIgnoredFields(config);
+          } catch (e) {
+            if (!(e instanceof RunRefusedError)) throw e;
+            process.stderr.write(`rstar train: config ${source}: ${e.message}\n`);
+            process.exitCode = 2;
+            return;
+          }
+        }
+        if (config.validateOnly && config.policy.kind === 'hf') {
+          try {
+            const checked = checkGpuOverlays(config, REPO_ROOT);
+            if (checked) fits = `; its paths and URLs fit the pods of overlays ${checked.join(', ')}`;
+            else process.stderr.write(`rstar train: paths and URLs not checked against ${GPU_OVERLAYS.map((g) => `infra/k8s/overlays/${g}`).join(' and ')}: no kustomize (install it: bash infra/local/install-infra-tools.sh)\n`);
+          } catch (e) {
+            if (!(e instanceof OverlayMismatchError)) throw e;
+            process.stderr.write(`rstar train: config ${source}: ${e.message}\n`);
+            process.exitCode = 2;
+            return;
+          }
+        }
+        process.stdout.write(`config ${source} is valid: "${config.name}", ${config.stages.length} RL stage(s), ${steps} steps${config.validateOnly ? ` (validateOnly: needs GPUs; submit it with --remote to services with engines and a trainer worker${fits})` : ''}\n`);
         return;
       }
       if (o.remote) {

@@ -36,9 +36,18 @@ export interface OptimizationDeps {
   now?: () => number;
   /**
    * Added to every `RolloutRequested` (Hugging Face policies): the prompt format of the run's SFT traces and
-   * the tokenizer hash of its model, which policy-serving checks against its own tokenizer.
+   * the tokenizer hash of its model, which policy-serving checks against its own tokenizer; distributed runs:
+   * the config's engines and scheduler, which policy-serving samples on ({@link distributedRolloutExtras}).
    */
-  rolloutExtras?: { prompt?: { compact: boolean }; tokenizerHash?: string };
+  rolloutExtras?: { prompt?: { compact: boolean }; tokenizerHash?: string; engines?: RunConfig['engines']; scheduler?: RunConfig['scheduler'] };
+}
+
+/**
+ * What every `RolloutRequested` of a distributed run carries so that policy-serving samples it on the run
+ * config's engines with its scheduler (and KV budgets), not on its own RSTAR_ENGINES / RSTAR_SCHEDULER.
+ */
+export function distributedRolloutExtras(config: RunConfig): { engines: RunConfig['engines']; scheduler: RunConfig['scheduler'] } {
+  return { engines: config.engines.map((e) => ({ kind: e.kind, url: e.url, kvCapacityTokens: e.kvCapacityTokens })), scheduler: config.scheduler };
 }
 
 /** Another stage failed the run (`RunFailed` on the log, e.g. policy-serving on a weight-sync mismatch). */

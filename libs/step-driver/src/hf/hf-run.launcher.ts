@@ -7,7 +7,7 @@ import type { EventBus } from '@rstar/messaging';
 import { sandboxExecutor } from '@rstar/policy';
 import { SandboxPool } from '@rstar/sandbox';
 import { TrainerWorkerClient } from '@rstar/workers';
-import { OptimizationHandler, resumePoint, type RunSummary } from '../driver';
+import { distributedRolloutExtras, OptimizationHandler, resumePoint, type RunSummary } from '../driver';
 import { readRunEvents, runEventSource } from '../event-store.sources';
 import { runPrompts } from '../prompt.sources';
 import { resolveDataPath } from '../run-config.loader';
@@ -124,7 +124,7 @@ export async function launchHfRun(ev: RstarEvent<'RunStarted'>, config: RunConfi
       store: runEventSource(deps.store), mode: deps.mode ?? 'distributed', codeVersion: ev.data.codeVersion,
       ...((deps.mode ?? 'distributed') === 'distributed' ? { durable: OPTIMIZATION_STEPS_DURABLE } : {}),
       // SFT traces and rollouts share one prompt format (the full template unless the config says compact).
-      rolloutExtras: { prompt: { compact: config.policy.prompt === 'compact' }, tokenizerHash },
+      rolloutExtras: { prompt: { compact: config.policy.prompt === 'compact' }, tokenizerHash, ...((deps.mode ?? 'distributed') === 'distributed' ? distributedRolloutExtras(config) : {}) },
       onStep: (step, stage, metrics) => log('step completed', { runId, step, stage, rewardMean: metrics.rewardMean, passRate: metrics.passRate, clipFraction: metrics.clipFraction }),
     });
     try {
