@@ -219,8 +219,11 @@ export const StepOptimizedData = z.object({
     .object({ tokens: z.number().int().nonnegative(), meanAbs: z.number(), maxAbs: z.number(), mismatchKl: z.number(), ratioMin: z.number(), ratioMax: z.number() })
     .nullable()
     .optional(),
-  /** Truncated importance sampling, when on: the cap, the mean token weight and the share of capped tokens. */
-  tis: z.object({ cap: z.number(), meanWeight: z.number(), cappedFraction: z.number() }).nullable().optional(),
+  /**
+   * Truncated importance sampling or decoupled PPO (`trainer.decoupled`), when on: the cap (null = decoupled
+   * PPO without a cap), the mean behaviour weight pi_prox / pi_behaviour and the share of tokens at the cap.
+   */
+  tis: z.object({ cap: z.number().nullable(), meanWeight: z.number(), cappedFraction: z.number() }).nullable().optional(),
 });
 
 export const PolicyUpdatedData = z.object({

@@ -135,10 +135,21 @@ export const RunConfigSchema = z.strictObject({
       /** `worker`: recompute activations in the backward pass (less memory). */
       gradientCheckpointing: z.boolean().optional(),
       /**
-       * `worker`: truncated importance sampling: each token's loss weighted by min(pi_trainer / pi_engine, tisCap)
-       * to correct the engine/trainer logprob mismatch; absent = off.
+       * Truncated importance sampling: each token's loss weighted by min(pi_trainer / pi_engine, tisCap) with the
+       * ratio taken against the trainer's recomputed logprobs, to correct the engine/trainer logprob mismatch;
+       * absent = off (`worker`). It is decoupled PPO with a cap, so it also caps the weights of `decoupled`
+       * (both trainers); absent there = no cap.
        */
       tisCap: z.number().min(1).optional(),
+      /**
+       * Off-policy correction for asynchronous rollouts: decoupled PPO (Hilton et al. 2022; AReaL, arXiv
+       * 2505.24298). The PPO ratio is taken against the trainer's recomputed proximal logprobs (its weights
+       * before the step's update) and each token is weighted by min(pi_prox / pi_behaviour, tisCap), pi_behaviour
+       * being the logprob the engine recorded when it sampled the token (under whichever policy version served
+       * it). With behaviour == proximal it is exactly the default loss. Both trainers (`builtin`, `worker`);
+       * absent = off.
+       */
+      decoupled: z.boolean().optional(),
       /** `worker`: pi_old = the engine's sampling logprobs (`engine`, default) or the trainer's own before the update (`recomputed`). */
       oldLogprobs: z.enum(['engine', 'recomputed']).optional(),
       /** `worker`: seconds to wait for one step's result (training + checkpoint) before failing the run (default 3600). */
