@@ -73,6 +73,23 @@ export const RolloutRequestedData = z.object({
    * gives the recipe): policy-serving refuses the rollout when its own tokenizer hashes differently.
    */
   tokenizerHash: z.string().optional(),
+  /**
+   * Partial rollouts (run config `async.partialRollouts`; optional, added without a version bump): a
+   * `PolicyUpdated` that arrives while one of this rollout's turns is being generated interrupts the turn,
+   * loads the new weights and continues it under them (its `TurnGenerated.segments` say which version
+   * sampled which tokens). Absent or false: the update waits until the rollout completes.
+   */
+  partialRollouts: z.boolean().optional(),
+});
+
+/**
+ * One stretch of a turn's tokens sampled by one policy version: tokens `fromToken` up to the next segment's
+ * `fromToken` (or the end of the turn), under `policyVersion`, the engine reporting `weightVersion`.
+ */
+export const TurnSegment = z.object({
+  fromToken: z.number().int().nonnegative(),
+  policyVersion: z.number().int().nonnegative(),
+  weightVersion: z.string().optional(),
 });
 
 export const TurnGeneratedData = z.object({
@@ -90,6 +107,13 @@ export const TurnGeneratedData = z.object({
   policyVersion: z.number().int().nonnegative().optional(),
   /** The weight version the engine reported with the generation (SGLang `meta_info.weight_version`), when it reports one. */
   weightVersion: z.string().optional(),
+  /**
+   * Partial rollouts only (optional, added without a version bump): the turn was interrupted by a weight
+   * update and continued under the new weights; one entry per policy version that sampled part of it, in
+   * token order, the first at token 0. `policyVersion` and `weightVersion` above are then the first
+   * segment's. Absent: every token was sampled by `policyVersion`.
+   */
+  segments: z.array(TurnSegment).min(2).optional(),
 });
 
 export const ToolLimits = z.object({

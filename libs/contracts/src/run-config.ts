@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { parse as parseYaml } from 'yaml';
-import { ConfigError } from './errors';
+import { ConfigError, ENGINE_KINDS_WITH_PARTIAL_ABORT, PartialRolloutsUnsupportedError } from './errors';
 import { closestKey, objectKeysAt } from './schema.suggest';
 
 /**
@@ -174,6 +174,14 @@ export const RunConfigSchema = z.strictObject({
     )
     .default([{ kind: 'builtin', url: null, kvCapacityTokens: null }]),
   scheduler: z.enum(['kv-budget', 'least-requests', 'round-robin']).default('kv-budget'),
+  /**
+   * Asynchronous rollouts. Absent = synchronous (and absent rather than defaulted, so configs recorded
+   * without it stay byte-identical). `partialRollouts`: a weight update arriving while a turn is generated
+   * interrupts the turn and continues it under the new weights, each stretch of tokens recording the policy
+   * version that sampled it (`TurnGenerated.segments`); needs engines that can interrupt a turn
+   * ({@link ENGINE_KINDS_WITH_PARTIAL_ABORT}). Default false: an update waits for in-flight rollouts.
+   */
+  async: z.strictObject({ partialRollouts: z.boolean().default(false) }).optional(),
   eval: z
     .strictObject({
       samples: z.number().int().min(1).default(1),
@@ -219,7 +227,7 @@ export type ModelConfig = z.infer<typeof ModelConfigSchema>;
 
 /**
  * Validate a run config object. Throws {@link ConfigError} whose message names the field path and the
- * fix, e.g. `stages.0.lr: expected number, received string (fix the value in your YAML)`.
+ * fix ({@link PartialRolloutsUnsupportedError} for `async.partialRollouts` on an engine that cannot interrupt a turn), e.g. `stages.0.lr: expected number, received string (fix the value in your YAML)`.
  */
 export function parseRunConfig(input: unknown): RunConfig {
   refuseIgnoredFields(input);
@@ -265,6 +273,10 @@ export function parseRunConfig(input: unknown): RunConfig {
     for (const [field, n] of responseBudgets(c)) {
       if (n >= ctx) throw new ConfigError(`${field} is ${n}, but policy.model.context is ${ctx}: the prompt and the response must fit together (lower ${field} or raise policy.model.context)`, field);
     }
+  }
+  if (c.async?.partialRollouts) {
+    const i = c.engines.findIndex((e) => !ENGINE_KINDS_WITH_PARTIAL_ABORT.includes(e.kind));
+    if (i >= 0) throw new PartialRolloutsUnsupportedError(i, c.engines[i].kind);
   }
   if (c.data.source === 'file' && !c.data.path) {
     throw new ConfigError('data.path is required when data.source is "file" (give a JSON-lines dataset)', 'data.path');
