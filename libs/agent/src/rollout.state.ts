@@ -316,8 +316,8 @@ export class RolloutStateMachine {
   }
 }
 
-/** The segments that start inside the kept `n` tokens (a turn cut to the budget loses the later ones); none when one is left. */
+/** The segments that start inside the kept `n` tokens (a turn cut to the budget loses the later ones); absent stays absent. */
 function segmentsWithin(segments: readonly TurnSegment[] | undefined, n: number): { segments?: TurnSegment[] } {
-  const kept = (segments ?? []).filter((s) => s.fromToken < n || s.fromToken === 0);
-  return kept.length >= 2 ? { segments: kept.map((s) => ({ ...s })) } : {};
+  if (!segments?.length) return {};
+  return { segments: segments.filter((s) => s.fromToken < n || s.fromToken === 0).map((s) => ({ ...s })) };
 }
