@@ -4,10 +4,14 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ModelTokenizer, runRollout, type ToolExecutor, type TurnRecord } from '@rstar/agent';
+import { ids, makeEvent, type RstarEvent } from '@rstar/contracts';
 import { EnginePool, SglangAdapter } from '@rstar/engines';
+import { JetStreamBus } from '@rstar/messaging';
+import { until } from '@rstar/testing';
 import { ensureTinyModel, startReferenceEngine, workersPythonForTests, type PythonProcess } from '@rstar/workers';
 import { PartialRolloutSession } from './partial-rollout.session';
 import { PolicyVersionGate } from './policy-version.gate';
+import { PolicyServingHandler } from './policy-serving.handler';
 
 /*
  * Partial rollouts on a real reference engine (workers/trainer, a Python process serving hf-tiny): a weight
@@ -20,6 +24,8 @@ const python = workersPythonForTests();
 const CACHE = resolve(__dirname, '../../../.rstar/models');
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
 const RUN = 'run-partial';
+const NATS_URL = process.env.RSTAR_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
+const tag = `pr${process.pid}${Date.now().toString(36)}`;
 const BUDGET = 400;
 
 /**
@@ -125,6 +131,64 @@ describe.skipIf(!python)('partial rollouts: a weight update interrupts a turn on
       expect(again0.logprobs).toEqual(t.logprobs.slice(0, k));
     } finally {
       pool.close();
+    }
+  }, 300_000);
+
+  it('given RolloutRequested with partialRollouts and a PolicyUpdated mid-turn over JetStream, then policy-serving records one turn with two versions and the rollout is exactly its tokens', async () => {
+    const run = `${RUN}-bus`;
+    // Start weights labelled version 0 again (the first test left others loaded).
+    const start = new SglangAdapter('ref-0', engine.url);
+    checkpointOf(model0, join(tmp, 'v0b'), 0);
+    await start.updateWeights(join(tmp, 'v0b'), { version: 0 });
+    const ck = join(tmp, 'bus-v1');
+    const hash = checkpointOf(model0, ck, 1, model1);
+    const promptText = tok.renderer.renderPrompt('What is 56 * 78?', { compact: true });
+    let seed = 1;
+    for (; seed < 40; seed++) {
+      const g = await start.generate({ rid: `bus-probe-${seed}`, inputIds: tok.encode(promptText), sampling: { temperature: 1, topP: 1, seed, maxNewTokens: BUDGET } });
+      if (g.tokenIds.length >= 200) break;
+    }
+    expect(seed).toBeLessThan(40);
+
+    const bus = await JetStreamBus.connect({ servers: NATS_URL, stream: tag.toUpperCase(), subjectPrefix: tag });
+    const pool = await EnginePool.create([start], 'kv-budget', { probeIntervalMs: 0 });
+    const handler = new PolicyServingHandler(bus, { pool, tokenizer: tok, compactPrompt: true, instanceId: tag, ackWaitMs: 5000 });
+    const seen: RstarEvent[] = [];
+    try {
+      await bus.subscribe({ durable: `${tag}-observer`, types: ['TurnGenerated', 'RolloutCompleted'], concurrency: 8, handler: async (ev) => void seen.push(ev) });
+      await handler.start();
+      const rolloutId = ids.rollout(run, 0, 0, 0);
+      const before = await decodeSteps();
+      await bus.publish(makeEvent('RolloutRequested', {
+        runId: run, streamId: `run-${run}`, key: rolloutId, producer: 'test',
+        data: {
+          rolloutId, groupId: ids.group(run, 0, 0), step: 0, promptIdx: 0, sampleIdx: 0, promptId: 'p0', problem: 'What is 56 * 78?', gold: '4368',
+          samplingParams: { temperature: 1, topP: 1, seed }, budget: { maxTokens: BUDGET, maxTurns: 1 }, policyVersion: 0, partialRollouts: true,
+        },
+      }));
+      await until(async () => (await decodeSteps()) >= before + 30, 'the turn is being sampled', { timeoutMs: 120_000 });
+      await bus.publish(makeEvent('PolicyUpdated', { runId: run, streamId: `run-${run}`, key: 'v1', producer: 'test', data: { version: 1, checkpointUri: ck, checkpointHash: hash } }));
+      await until(() => seen.some((e) => e.type === 'RolloutCompleted'), 'the rollout completes', { timeoutMs: 120_000 });
+      const turns = seen.filter((e): e is RstarEvent<'TurnGenerated'> => e.type === 'TurnGenerated');
+      const done = seen.find((e): e is RstarEvent<'RolloutCompleted'> => e.type === 'RolloutCompleted')!;
+      expect(turns).toHaveLength(1);
+      const t = turns[0].data;
+      expect(t.policyVersion).toBe(0);
+      expect(t.segments?.map((x) => [x.policyVersion, x.weightVersion])).toEqual([[0, '0'], [1, '1']]);
+      const k = t.segments![1].fromToken;
+      expect(k).toBeGreaterThan(0);
+      expect(k).toBeLessThan(t.tokenIds.length);
+      expect(handler.policyVersion).toBe(1);
+      // The rollout the trainer gets is the engine's turn: same ids, same logprobs, all in the loss mask;
+      // it counts as started under version 0.
+      expect(done.data.policyVersion).toBe(0);
+      expect(done.data.responseTokenIds).toEqual(t.tokenIds);
+      expect(done.data.logprobs).toEqual(t.logprobs);
+      expect(done.data.lossMask).toEqual(t.tokenIds.map(() => 1));
+    } finally {
+      await handler.stop();
+      await bus.jsm.streams.delete(bus.stream).catch(() => undefined);
+      await bus.close();
     }
   }, 300_000);
 });
