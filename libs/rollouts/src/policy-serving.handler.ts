@@ -74,7 +74,9 @@ const ACK_FLUSH_GRACE_MS = 1_000;
  * policy-serving's flow (docs/design/architecture.md §5): consumes `RolloutRequested`, runs the multi-turn agent loop on
  * the engine pool (KV-budget scheduling, sticky engines, failover), emits `TurnGenerated` per turn and
  * `ToolCallRequested` per call the moment it is parsed, consumes `ToolCallCompleted`, and emits
- * `RolloutCompleted`. `PolicyUpdated` reloads every engine's weights between rollouts.
+ * `RolloutCompleted`. `PolicyUpdated` reloads every engine's weights between rollouts; a rollout whose request
+ * says `partialRollouts` does not hold it back: its turn in flight is interrupted and continued under the new
+ * weights ({@link PartialRolloutSession}, docs/design/protocol.md §8).
  *
  * Crash recovery (SIGKILL mid-run): nothing a rollout needs is acked before its
  * `RolloutCompleted` is stored. Its `RolloutRequested` is acked after the completion (heartbeating while
