@@ -40,6 +40,19 @@ export interface GenerateResult {
   finishReason: GenerateFinishReason;
   /** The weight version the engine reports it sampled with (SGLang `meta_info.weight_version`), when it reports one. */
   weightVersion?: string;
+  /**
+   * Set when a weight update interrupted the generation and it continued under the new weights (partial
+   * rollouts): which policy version sampled which tokens, in token order, the first at token 0.
+   */
+  segments?: TurnSegment[];
+}
+
+/** Tokens `fromToken` .. (next segment's `fromToken` - 1) of a generation, sampled by `policyVersion`. */
+export interface TurnSegment {
+  fromToken: number;
+  policyVersion: number;
+  /** What the engine reported for that stretch, when it reports a weight version. */
+  weightVersion?: string;
 }
 
 /**

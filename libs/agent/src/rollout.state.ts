@@ -1,6 +1,6 @@
 import { ids } from '@rstar/contracts';
 import { InvalidRolloutRequestError, InvalidTurnError, RolloutStateError } from './agent.errors';
-import type { ExecResult, GenerateFinishReason, Tokenizer } from './ports';
+import type { ExecResult, GenerateFinishReason, Tokenizer, TurnSegment } from './ports';
 import { JUPYTER_TOOL } from './template';
 import { decodeFailureText, parseTurn } from './tool-call.parser';
 import { formatToolResponse, resolveToolResponseLimits, truncateMiddle, type ToolResponseLimits } from './tool-response.formatter';
@@ -34,6 +34,8 @@ export interface TurnRecord {
   engineId: string;
   /** The weight version the engine reported for this generation, when it reports one. */
   weightVersion?: string;
+  /** Partial rollouts: the policy version of each stretch of the turn's tokens (see `GenerateResult.segments`). */
+  segments?: TurnSegment[];
 }
 
 /** A tool call the loop executes (or answers itself, when it did not decode). */
@@ -193,6 +195,7 @@ export class RolloutStateMachine {
     this.turnRecords.push({
       turn, tokenIds, logprobs, text, finishReason: overran ? 'length' : gen.finishReason, engineId: gen.engineId,
       ...(gen.weightVersion === undefined ? {} : { weightVersion: gen.weightVersion }),
+      ...segmentsWithin(gen.segments, tokenIds.length),
     });
     this.responseIds.push(...tokenIds);
     this.logprobs.push(...logprobs);
@@ -311,4 +314,10 @@ export class RolloutStateMachine {
     this.phase = 'done';
     return [];
   }
+}
+
+/** The segments that start inside the kept `n` tokens (a turn cut to the budget loses the later ones); absent stays absent. */
+function segmentsWithin(segments: readonly TurnSegment[] | undefined, n: number): { segments?: TurnSegment[] } {
+  if (!segments?.length) return {};
+  return { segments: segments.filter((s) => s.fromToken < n || s.fromToken === 0).map((s) => ({ ...s })) };
 }

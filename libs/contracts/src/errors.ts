@@ -44,3 +44,28 @@ export class ConfigError extends ContractError {
     super('invalid_config', message, field);
   }
 }
+
+/**
+ * `async.partialRollouts` is on but an engine cannot interrupt a turn and hand back the tokens it generated
+ * so far (see {@link ENGINE_KINDS_WITH_PARTIAL_ABORT}); `engineKind` and `engineIndex` name it.
+ */
+export class PartialRolloutsUnsupportedError extends ConfigError {
+  constructor(
+    readonly engineIndex: number,
+    readonly engineKind: string,
+  ) {
+    super(
+      `async.partialRollouts is true but engines.${engineIndex} is kind "${engineKind}", which cannot interrupt a turn and return the tokens generated so far ` +
+        '(its abort drops the answer); use engines of kind sglang or builtin (the reference engine speaks sglang), or set async.partialRollouts to false',
+      'async.partialRollouts',
+    );
+  }
+}
+
+/**
+ * Engine kinds whose abort answers the interrupted request with the tokens and logprobs generated so far
+ * (SGLang's `/abort_request` finishes the request with `finish_reason.type = "abort"` and its partial output;
+ * the built-in and reference engines do the same), so a partial rollout can continue the turn under new
+ * weights. vLLM's adapter aborts by closing the connection, and the answer is lost.
+ */
+export const ENGINE_KINDS_WITH_PARTIAL_ABORT: readonly string[] = ['builtin', 'sglang'];

@@ -79,7 +79,24 @@ export const RolloutRequestedData = z.object({
    * index. Absent (runs recorded before it, standalone runs): policy-serving's own engines and scheduler.
    */
   engines: z.array(z.object({ kind: z.enum(['builtin', 'sglang', 'vllm']), url: z.string().nullable(), kvCapacityTokens: z.number().int().positive().nullable() })).min(1).optional(),
-  scheduler: z.enum(['kv-budget', 'least-requests', 'round-robin']).optional(),
+  scheduler: z.enum(['kv-budget', 'kv-adaptive', 'least-requests', 'round-robin']).optional(),
+  /**
+   * Partial rollouts (run config `async.partialRollouts`; optional, added without a version bump): a
+   * `PolicyUpdated` that arrives while one of this rollout's turns is being generated interrupts the turn,
+   * loads the new weights and continues it under them (its `TurnGenerated.segments` say which version
+   * sampled which tokens). Absent or false: the update waits until the rollout completes.
+   */
+  partialRollouts: z.boolean().optional(),
+});
+
+/**
+ * One stretch of a turn's tokens sampled by one policy version: tokens `fromToken` up to the next segment's
+ * `fromToken` (or the end of the turn), under `policyVersion`, the engine reporting `weightVersion`.
+ */
+export const TurnSegment = z.object({
+  fromToken: z.number().int().nonnegative(),
+  policyVersion: z.number().int().nonnegative(),
+  weightVersion: z.string().optional(),
 });
 
 export const TurnGeneratedData = z.object({
@@ -97,6 +114,13 @@ export const TurnGeneratedData = z.object({
   policyVersion: z.number().int().nonnegative().optional(),
   /** The weight version the engine reported with the generation (SGLang `meta_info.weight_version`), when it reports one. */
   weightVersion: z.string().optional(),
+  /**
+   * Partial rollouts only (optional, added without a version bump): the turn was interrupted by a weight
+   * update and continued under the new weights; one entry per policy version that sampled part of it, in
+   * token order, the first at token 0. `policyVersion` and `weightVersion` above are then the first
+   * segment's. Absent: every token was sampled by `policyVersion`.
+   */
+  segments: z.array(TurnSegment).min(2).optional(),
 });
 
 export const ToolLimits = z.object({
@@ -241,8 +265,11 @@ export const StepOptimizedData = z.object({
     .object({ tokens: z.number().int().nonnegative(), meanAbs: z.number(), maxAbs: z.number(), mismatchKl: z.number(), ratioMin: z.number(), ratioMax: z.number() })
     .nullable()
     .optional(),
-  /** Truncated importance sampling, when on: the cap, the mean token weight and the share of capped tokens. */
-  tis: z.object({ cap: z.number(), meanWeight: z.number(), cappedFraction: z.number() }).nullable().optional(),
+  /**
+   * Truncated importance sampling or decoupled PPO (`trainer.decoupled`), when on: the cap (null = decoupled
+   * PPO without a cap), the mean behaviour weight pi_prox / pi_behaviour and the share of tokens at the cap.
+   */
+  tis: z.object({ cap: z.number().nullable(), meanWeight: z.number(), cappedFraction: z.number() }).nullable().optional(),
 });
 
 export const PolicyUpdatedData = z.object({

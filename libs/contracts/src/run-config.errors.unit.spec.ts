@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseRunConfig, parseRunConfigYaml } from './index';
+import { ConfigError, PartialRolloutsUnsupportedError, parseRunConfig, parseRunConfigYaml } from './index';
 import { closestKey, objectKeysAt } from './schema.suggest';
 import { RunConfigSchema } from './run-config';
 
@@ -42,6 +42,24 @@ describe('run config errors name the field and the fix', () => {
     expect(e.message).toMatch(/stages\.1\.maxResponseTokens is 400, but policy\.model\.context is 160.*lower stages\.1\.maxResponseTokens or raise policy\.model\.context/);
     expect(refused({ name: 'x', stages: [stage], eval: { maxResponseTokens: 160 } }).field).toBe('eval.maxResponseTokens');
     expect(parseRunConfig({ name: 'x', policy: { model: { context: 512 } }, stages: [{ ...stage, maxResponseTokens: 400 }] }).stages[0].maxResponseTokens).toBe(400);
+  });
+
+  it('async.partialRollouts on an engine that cannot interrupt a turn (vllm) is refused naming the field and the engine', () => {
+    const hf = { policy: { kind: 'hf', path: '/models/q' }, trainer: { kind: 'worker' } };
+    const engines = [{ kind: 'sglang', url: 'http://a:30000' }, { kind: 'vllm', url: 'http://b:8000' }];
+    const e = refused({ stages: [stage], ...hf, engines, async: { partialRollouts: true } });
+    expect(e).toBeInstanceOf(PartialRolloutsUnsupportedError);
+    expect(e).toBeInstanceOf(ConfigError);
+    expect(e.field).toBe('async.partialRollouts');
+    expect((e as PartialRolloutsUnsupportedError).engineKind).toBe('vllm');
+    expect((e as PartialRolloutsUnsupportedError).engineIndex).toBe(1);
+    expect(e.message).toMatch(/engines\.1 is kind "vllm".*set async\.partialRollouts to false/);
+    // The same engines without partial rollouts, and partial rollouts on engines that can interrupt, pass.
+    expect(parseRunConfig({ stages: [stage], ...hf, engines, async: { partialRollouts: false } }).async?.partialRollouts).toBe(false);
+    expect(parseRunConfig({ stages: [stage], ...hf, engines: [engines[0]], async: { partialRollouts: true } }).async?.partialRollouts).toBe(true);
+    expect(parseRunConfig({ stages: [stage], async: { partialRollouts: true } }).async?.partialRollouts).toBe(true);
+    // Absent stays absent, so recorded configs keep their bytes.
+    expect('async' in parseRunConfig({ stages: [stage] })).toBe(false);
   });
 
   it('a URI in a path field is refused naming the field and the fix (no code fetches s3:// or https://)', () => {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { parse as parseYaml } from 'yaml';
-import { ConfigError } from './errors';
+import { ConfigError, ENGINE_KINDS_WITH_PARTIAL_ABORT, PartialRolloutsUnsupportedError } from './errors';
 import { closestKey, objectKeysAt } from './schema.suggest';
 
 /**
@@ -145,10 +145,21 @@ export const RunConfigSchema = z.strictObject({
       /** `worker`: recompute activations in the backward pass (less memory). */
       gradientCheckpointing: z.boolean().optional(),
       /**
-       * `worker`: truncated importance sampling: each token's loss weighted by min(pi_trainer / pi_engine, tisCap)
-       * to correct the engine/trainer logprob mismatch; absent = off.
+       * Truncated importance sampling: each token's loss weighted by min(pi_trainer / pi_engine, tisCap) with the
+       * ratio taken against the trainer's recomputed logprobs, to correct the engine/trainer logprob mismatch;
+       * absent = off (`worker`). It is decoupled PPO with a cap, so it also caps the weights of `decoupled`
+       * (both trainers); absent there = no cap.
        */
       tisCap: z.number().min(1).optional(),
+      /**
+       * Off-policy correction for asynchronous rollouts: decoupled PPO (Hilton et al. 2022; AReaL, arXiv
+       * 2505.24298). The PPO ratio is taken against the trainer's recomputed proximal logprobs (its weights
+       * before the step's update) and each token is weighted by min(pi_prox / pi_behaviour, tisCap), pi_behaviour
+       * being the logprob the engine recorded when it sampled the token (under whichever policy version served
+       * it). With behaviour == proximal it is exactly the default loss. Both trainers (`builtin`, `worker`);
+       * absent = off.
+       */
+      decoupled: z.boolean().optional(),
       /** `worker`: pi_old = the engine's sampling logprobs (`engine`, default) or the trainer's own before the update (`recomputed`). */
       oldLogprobs: z.enum(['engine', 'recomputed']).optional(),
       /** `worker`: seconds to wait for one step's result (training + checkpoint) before failing the run (default 3600). */
@@ -179,6 +190,14 @@ export const RunConfigSchema = z.strictObject({
     )
     .default([{ kind: 'builtin', url: null, kvCapacityTokens: null }]),
   scheduler: z.enum(['kv-budget', 'kv-adaptive', 'least-requests', 'round-robin']).default('kv-budget'),
+  /**
+   * Asynchronous rollouts. Absent = synchronous (and absent rather than defaulted, so configs recorded
+   * without it stay byte-identical). `partialRollouts`: a weight update arriving while a turn is generated
+   * interrupts the turn and continues it under the new weights, each stretch of tokens recording the policy
+   * version that sampled it (`TurnGenerated.segments`); needs engines that can interrupt a turn
+   * ({@link ENGINE_KINDS_WITH_PARTIAL_ABORT}). Default false: an update waits for in-flight rollouts.
+   */
+  async: z.strictObject({ partialRollouts: z.boolean().default(false) }).optional(),
   eval: z
     .strictObject({
       samples: z.number().int().min(1).default(1),
@@ -233,7 +252,7 @@ export type ModelConfig = z.infer<typeof ModelConfigSchema>;
 
 /**
  * Validate a run config object. Throws {@link ConfigError} whose message names the field path and the
- * fix, e.g. `stages.0.lr: expected number, received string (fix the value in your YAML)`.
+ * fix ({@link PartialRolloutsUnsupportedError} for `async.partialRollouts` on an engine that cannot interrupt a turn), e.g. `stages.0.lr: expected number, received string (fix the value in your YAML)`.
  */
 export function parseRunConfig(input: unknown): RunConfig {
   refuseIgnoredFields(input);
@@ -283,6 +302,10 @@ export function parseRunConfig(input: unknown): RunConfig {
     for (const [field, n] of responseBudgets(c)) {
       if (n >= ctx) throw new ConfigError(`${field} is ${n}, but policy.model.context is ${ctx}: the prompt and the response must fit together (lower ${field} or raise policy.model.context)`, field);
     }
+  }
+  if (c.async?.partialRollouts) {
+    const i = c.engines.findIndex((e) => !ENGINE_KINDS_WITH_PARTIAL_ABORT.includes(e.kind));
+    if (i >= 0) throw new PartialRolloutsUnsupportedError(i, c.engines[i].kind);
   }
   if (c.data.source === 'file' && !c.data.path) {
     throw new ConfigError('data.path is required when data.source is "file" (give a JSON-lines dataset)', 'data.path');

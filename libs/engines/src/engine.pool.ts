@@ -116,6 +116,17 @@ export class EnginePool {
     };
   }
 
+  /**
+   * Ask the engine that serves `rolloutId` to stop request `rid` now (partial rollouts, a weight update
+   * pending): its abort answers the request with finish reason `abort` and the tokens generated so far.
+   * Best effort: a request the engine does not know (not arrived yet, already done) is left alone.
+   */
+  async interrupt(rolloutId: string, rid: string): Promise<void> {
+    const engineId = this.scheduler.leaseOf(rolloutId)?.engineId;
+    const adapter = engineId === undefined ? undefined : this.byId.get(engineId);
+    await adapter?.abort(rid).catch(() => undefined);
+  }
+
   /** Take an engine out of rotation (see class doc). Idempotent. */
   markDown(engineId: string, reason: string): void {
     const wasUp = this.scheduler.snapshot().find((e) => e.id === engineId)?.up ?? false;

@@ -7,3 +7,4 @@ export * from './clipped-loss';
 export * from './training-batch.builder';
 export * from './batch-v2.writer';
 export * from './dynamic-sampling';
+export * from './decoupled-loss';

@@ -23,10 +23,12 @@ export function sftLoss(lp: tf.Tensor2D, mask: tf.Tensor2D, denom: number): tf.S
  * rho = exp(clamp(logp - logp_old, ±20)); l = -min(rho·A, clip(rho, 1-epsLow, 1+epsHigh)·A);
  * for A < 0, l = min(l, -c·A) (dual clip). Sum over mask tokens divided by `denom` (token-mean over the batch).
  * Also returns per-token sums (not means) of: clipped-token indicator, k3 approx-KL (Schulman 2020).
- * Shapes: all [B, T-1]; `adv` is the per-rollout advantage broadcast over tokens.
+ * Shapes: all [B, T-1]; `adv` is the per-rollout advantage broadcast over tokens. `weight` (optional, constant):
+ * a per-token factor on the loss, the behaviour weight of decoupled PPO ({@link behaviourWeights}) with `oldLp`
+ * then the proximal logprobs; absent = 1.
  */
 export function grpoLoss(
-  lp: tf.Tensor2D, oldLp: tf.Tensor2D, adv: tf.Tensor2D, mask: tf.Tensor2D, denom: number, clip: GrpoClip,
+  lp: tf.Tensor2D, oldLp: tf.Tensor2D, adv: tf.Tensor2D, mask: tf.Tensor2D, denom: number, clip: GrpoClip, weight?: tf.Tensor2D,
 ): { loss: tf.Scalar; clippedSum: tf.Scalar; klSum: tf.Scalar } {
   const logRatio = tf.clipByValue(tf.sub(lp, oldLp), -20, 20);
   const ratio = tf.exp(logRatio);
@@ -35,7 +37,8 @@ export function grpoLoss(
   const ppo = tf.neg(tf.minimum(s1, s2));
   const dualBound = tf.mul(-clip.dualClip, adv);
   const neg = tf.less(adv, 0);
-  const perTok = tf.where(neg, tf.minimum(ppo, dualBound), ppo);
+  const clippedTok = tf.where(neg, tf.minimum(ppo, dualBound), ppo);
+  const perTok = weight ? tf.mul(clippedTok, weight) : clippedTok;
   const loss = tf.div(tf.sum(tf.mul(perTok, mask)), denom) as tf.Scalar;
   // A token is "clipped" when its gradient is cut: the clipped surrogate or the dual bound is the active branch.
   const clipped = tf.logicalOr(tf.less(s2, s1), tf.logicalAnd(neg, tf.greater(ppo, dualBound)));
@@ -43,6 +46,16 @@ export function grpoLoss(
   const kl = tf.sub(tf.sub(tf.exp(logRatio), 1), logRatio);
   const klSum = tf.sum(tf.mul(kl, mask)) as tf.Scalar;
   return { loss, clippedSum, klSum };
+}
+
+/**
+ * Behaviour weights of decoupled PPO (Hilton et al. 2022, arXiv 2110.00641; AReaL, arXiv 2505.24298), same rule as
+ * libs/grpo `behaviourWeight`: `min(exp(clamp(proxLp - behavLp, ±20)), cap)` per token, no cap when `cap` is null.
+ * `proxLp`: the trainer's logprobs before this step's update; `behavLp`: the engine's recorded ones. [B, T-1].
+ */
+export function behaviourWeights(proxLp: tf.Tensor2D, behavLp: tf.Tensor2D, cap: number | null): tf.Tensor2D {
+  const w = tf.exp(tf.clipByValue(tf.sub(proxLp, behavLp), -20, 20));
+  return (cap === null ? w : tf.minimum(w, cap)) as tf.Tensor2D;
 }
 
 /** Sum over mask tokens of the predictive entropy -Σ p log p; `logp` [B*T, V] -> rows of [B, T-1] masked by `mask`. */

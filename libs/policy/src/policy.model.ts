@@ -16,6 +16,8 @@ export type GenerateOptions = SamplingOptions & {
   isAborted?: (row: number) => boolean;
   /** Yield the event loop between decode steps (so an HTTP server stays responsive). Default false. */
   yieldEveryStep?: boolean;
+  /** Called between decode steps (the first row's option counts), e.g. to count them. */
+  onDecodeStep?: () => void;
 };
 
 /**
@@ -132,7 +134,12 @@ export class PolicyModel {
       eosId: this.tokenizer.eosId,
       tokenText: (id) => this.tokenizer.tokenText(id),
       isAborted: first?.isAborted,
-      onStep: yieldStep ? () => new Promise((r) => setImmediate(r)) : undefined,
+      onStep: yieldStep || first?.onDecodeStep
+        ? async () => {
+          first?.onDecodeStep?.();
+          if (yieldStep) await new Promise((r) => setImmediate(r));
+        }
+        : undefined,
     });
   }
 

@@ -5,3 +5,4 @@ export * from './rollout.batch';
 export * from './policy.follower';
 export * from './turn.journal';
 export * from './engine-tokenizer.check';
+export * from './partial-rollout.session';

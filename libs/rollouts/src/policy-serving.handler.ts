@@ -5,9 +5,10 @@ import { counter, createLogger, histogram, inSpan, type Logger } from '@rstar/te
 import { BusToolExecutor } from './bus-tool.executor';
 import { EngineError, EngineResponseError, ReservationTooLargeError, WeightSyncError, checkLoadedWeights, type EnginePool } from '@rstar/engines';
 import { PolicyFollower, PolicyFollowerClosedError } from './policy.follower';
-import { PolicyVersionGate, type PolicyRef } from './policy-version.gate';
+import { PolicyRunChangedError, PolicyVersionGate, type PolicyRef } from './policy-version.gate';
 import { TurnJournal } from './turn.journal';
 import { tracedSession } from './engine-session.tracing';
+import { PartialRolloutSession } from './partial-rollout.session';
 
 /** Options of {@link PolicyServingHandler}. */
 export interface PolicyServingOptions {
@@ -94,7 +95,9 @@ const ACK_FLUSH_GRACE_MS = 1_000;
  * policy-serving's flow (docs/design/architecture.md §5): consumes `RolloutRequested`, runs the multi-turn agent loop on
  * the engine pool (KV-budget scheduling, sticky engines, failover), emits `TurnGenerated` per turn and
  * `ToolCallRequested` per call the moment it is parsed, consumes `ToolCallCompleted`, and emits
- * `RolloutCompleted`. `PolicyUpdated` reloads every engine's weights between rollouts.
+ * `RolloutCompleted`. `PolicyUpdated` reloads every engine's weights between rollouts; a rollout whose request
+ * says `partialRollouts` does not hold it back: its turn in flight is interrupted and continued under the new
+ * weights ({@link PartialRolloutSession}, docs/design/protocol.md §8).
  *
  * Crash recovery (SIGKILL mid-run): nothing a rollout needs is acked before its
  * `RolloutCompleted` is stored. Its `RolloutRequested` is acked after the completion (heartbeating while
@@ -425,12 +428,15 @@ export class PolicyServingHandler {
       }
       throw new TransientError(`rollout ${r.rolloutId}: the engines of run ${ev.runId} did not answer: ${(e as Error).message}`, e);
     }
-    const version = await this.gate.enter(ev.runId, r.policyVersion, this.opts.versionWaitMs ?? 60_000);
+    const partial = r.partialRollouts === true;
+    const version = await this.gate.enter(ev.runId, r.policyVersion, this.opts.versionWaitMs ?? 60_000, partial);
     if (version === null) {
       const held = this.gate.loaded;
       throw new TransientError(`rollout ${r.rolloutId} asks for policy version ${r.policyVersion} of run ${ev.runId}; engines hold ${held.runId ?? '(start)'}@${held.version} (no such PolicyUpdated seen by durable ${this.durables.policy})`);
     }
     const session = pool.open(r.rolloutId);
+    // Partial rollouts: a weight update interrupts a turn in flight, which continues under the new weights.
+    const engine = partial ? new PartialRolloutSession(session, this.gate, ev.runId, (rid) => pool.interrupt(r.rolloutId, rid)) : session;
     const kinds = new Map(pool.adapters.map((a) => [a.id, a.kind]));
     let result: RolloutResult;
     try {
@@ -441,24 +447,29 @@ export class PolicyServingHandler {
         const res = await runRollout(
         { rolloutId: r.rolloutId, problem: r.problem, sampling: r.samplingParams, budget: r.budget, tool: r.tool, compactPrompt: r.prompt?.compact ?? this.opts.compactPrompt },
         {
-          engine: tracedSession(session, r.rolloutId),
+          engine: tracedSession(engine, r.rolloutId),
           tools: this.tools.forRollout(ev.runId, ev),
           tokenizer: this.opts.tokenizer,
           recorded: (turn) => this.journal.get(r.rolloutId, turn),
           onTurn: async (t: TurnRecord) => {
-            // The engine says which weights sampled the turn: they must be the policy version this rollout runs on.
-            const mismatch = checkLoadedWeights(
-              { id: t.engineId, kind: kinds.get(t.engineId) ?? 'unknown' },
-              { version, checkpointHash: null },
-              t.weightVersion === undefined ? null : { weightVersion: t.weightVersion, manifestHash: null },
-            );
-            if (mismatch) throw mismatch;
+            // The engine says which weights sampled the turn: they must be the policy version this rollout runs on
+            // (partial rollouts: the version each stretch of the turn was sampled under).
+            const spans = t.segments ?? [{ fromToken: 0, policyVersion: version, ...(t.weightVersion === undefined ? {} : { weightVersion: t.weightVersion }) }];
+            for (const sp of spans) {
+              const mismatch = checkLoadedWeights(
+                { id: t.engineId, kind: kinds.get(t.engineId) ?? 'unknown' },
+                { version: sp.policyVersion, checkpointHash: null },
+                sp.weightVersion === undefined ? null : { weightVersion: sp.weightVersion, manifestHash: null },
+              );
+              if (mismatch) throw mismatch;
+            }
             await this.bus.publish(
               makeEvent('TurnGenerated', {
                 runId: ev.runId, streamId: stream, key: `${r.rolloutId}:${t.turn}`, producer: this.producer, causedBy: ev,
                 data: {
                   rolloutId: r.rolloutId, turn: t.turn, tokenIds: t.tokenIds, logprobs: t.logprobs, text: t.text, finishReason: t.finishReason, engineId: t.engineId,
-                  policyVersion: version, ...(t.weightVersion === undefined ? {} : { weightVersion: t.weightVersion }),
+                  policyVersion: spans[0].policyVersion, ...(t.weightVersion === undefined ? {} : { weightVersion: t.weightVersion }),
+                  ...(spans.length > 1 ? { segments: spans } : {}),
                 },
               }),
             );
@@ -483,11 +494,11 @@ export class PolicyServingHandler {
       if (e instanceof ReservationTooLargeError) throw new PermanentError(e.message, 'budget.maxTokens');
       // A 4xx from the engine will not pass on retry (context overflows never get here: they end the rollout truncated).
       if (e instanceof EngineResponseError) throw new PermanentError(e.message, 'problem');
-      if (e instanceof EngineError) throw new TransientError(e.message, e);
+      if (e instanceof EngineError || e instanceof PolicyRunChangedError) throw new TransientError(e.message, e);
       throw e;
     } finally {
       session.release();
-      this.gate.leave();
+      this.gate.leave(partial);
     }
     await this.bus.publish(
       makeEvent('RolloutCompleted', {

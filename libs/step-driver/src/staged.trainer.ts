@@ -24,6 +24,7 @@ export class StagedBuiltinTrainer implements Trainer {
     this.policyTrainer = new PolicyTrainer(model, {
       lr: config.stages[0].lr, warmupSteps: t.warmupSteps, weightDecay: t.weightDecay, gradClip: t.gradClip,
       epsLow: t.epsLow, epsHigh: t.epsHigh, dualClip: t.dualClip, microBatch: t.microBatch,
+      decoupled: t.decoupled ?? false, tisCap: t.tisCap ?? null,
     });
     this.inner = new BuiltinTrainer(model, this.policyTrainer, initialVersion);
   }

@@ -41,7 +41,8 @@ export interface StepResult {
   tokens: number;
   sequences: number;
   logprobDrift: { tokens: number; meanAbs: number; maxAbs: number; mismatchKl: number; ratioMin: number; ratioMax: number } | null;
-  tis: { cap: number; meanWeight: number; cappedFraction: number } | null;
+  /** Decoupled PPO / TIS behaviour weights (cap null = uncapped decoupled PPO); null when off. */
+  tis: { cap: number | null; meanWeight: number; cappedFraction: number } | null;
   checkpoint: { uri: string; hash: string; tokenizerHash: string };
   attempts: number;
   trainSeconds: number;

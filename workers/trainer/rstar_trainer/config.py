@@ -36,6 +36,10 @@ class LossConfig:
       ``min(exp(recomputed - engine), tis_cap)`` (detached) and rho is taken against the recomputed
       logprobs, which corrects for the engine/trainer mismatch (Yao et al. 2025, "Your efficient RL
       framework secretly brings you off-policy RL training").
+    - ``decoupled``: decoupled PPO for asynchronous (stale or partial) rollouts (AReaL; Hilton et al. 2022):
+      rho against the recomputed proximal logprobs and each token weighted by ``min(pi_prox / pi_engine,
+      tis_cap)`` (no cap when ``tis_cap`` is None). Setting ``tis_cap`` implies it: TIS against the recomputed
+      logprobs is the same loss with a cap (:func:`.loss.decoupled_token_loss`).
     - ``temperature``: the sampling temperature; logits are divided by it before log-softmax, as the engine did.
     """
 
@@ -46,6 +50,7 @@ class LossConfig:
     old_logprobs: str = "engine"
     tis_cap: float | None = None
     temperature: float = 1.0
+    decoupled: bool = False
 
     @staticmethod
     def parse(obj) -> "LossConfig":
@@ -64,14 +69,19 @@ class LossConfig:
             raise RequestError(f"loss.oldLogprobs must be 'engine' or 'recomputed', got {src!r}", "loss.oldLogprobs")
         tis = _num(obj, "tisCap", None, "loss", lo=1.0, allow_none=True)
         dual = _num(obj, "dualClip", 3.0, "loss", lo=1.0, lo_open=True)
+        dec = obj.get("decoupled", False)
+        if not isinstance(dec, bool):
+            raise RequestError(f"loss.decoupled must be true or false, got {dec!r}", "loss.decoupled")
+        decoupled = dec or tis is not None
         return LossConfig(
             eps_low=_num(obj, "epsLow", 0.2, "loss", lo=0.0, hi=1.0),
             eps_high=_num(obj, "epsHigh", 0.28, "loss", lo=0.0),
             dual_clip=dual,
             log_ratio_clamp=_num(obj, "logRatioClamp", 20.0, "loss", lo=0.0, lo_open=True),
-            old_logprobs="recomputed" if tis is not None else src,
+            old_logprobs="recomputed" if decoupled else src,
             tis_cap=tis,
             temperature=_num(obj, "temperature", 1.0, "loss", lo=0.0, lo_open=True),
+            decoupled=decoupled,
         )
 
     def to_json(self) -> dict:
@@ -79,6 +89,7 @@ class LossConfig:
             "epsLow": self.eps_low, "epsHigh": self.eps_high, "dualClip": self.dual_clip,
             "logRatioClamp": self.log_ratio_clamp, "aggregation": "token-mean", "kl": 0, "entropyBonus": 0,
             "oldLogprobs": self.old_logprobs, "tisCap": self.tis_cap, "temperature": self.temperature,
+            "decoupled": self.decoupled,
         }
 
 

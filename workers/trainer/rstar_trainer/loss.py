@@ -47,23 +47,50 @@ def ppo_token_loss(logp_new: torch.Tensor, logp_old: torch.Tensor, advantage: to
     return TokenTerms(loss=loss, ratio=r, clipped=clipped, dual_clipped=dual.detach(), kl=kl)
 
 
-def tis_weight(recomputed: torch.Tensor, engine: torch.Tensor, cap: float) -> torch.Tensor:
-    """Truncated importance-sampling weight ``min(exp(recomputed - engine), cap)`` per token (no gradient)."""
-    return torch.clamp(torch.exp(torch.clamp(recomputed - engine, max=20.0)), max=cap).detach()
+def tis_weight(recomputed: torch.Tensor, engine: torch.Tensor, cap: float | None) -> torch.Tensor:
+    """Behaviour importance weight ``min(exp(clamp(recomputed - engine, +-20)), cap)`` per token (no gradient;
+    no cap when ``cap`` is None). Same rule as libs/grpo ``behaviourWeight``: ``recomputed`` are the proximal
+    logprobs (the trainer's, before this step's update), ``engine`` the behaviour logprobs the engine recorded."""
+    w = torch.exp(torch.clamp(recomputed - engine, -20.0, 20.0))
+    return (w if cap is None else torch.clamp(w, max=cap)).detach()
 
 
-def loss_stats(logp_new: torch.Tensor, logp_old: torch.Tensor, mask: torch.Tensor, advantage: torch.Tensor, cfg: LossConfig) -> dict:
+def decoupled_token_loss(logp_new: torch.Tensor, logp_prox: torch.Tensor, logp_behav: torch.Tensor, advantage: torch.Tensor,
+                         cfg: LossConfig) -> tuple[TokenTerms, torch.Tensor]:
+    """Decoupled PPO (Hilton, Cobbe & Schulman 2022, arXiv 2110.00641; AReaL, Fu et al. 2025, arXiv 2505.24298):
+    ``loss = w * ppo_token_loss(logp_new, logp_prox, A)`` with the detached behaviour weight
+    ``w = min(pi_prox / pi_behav, cfg.tis_cap)`` (:func:`tis_weight`). The trust region is centred on the proximal
+    policy; ``w`` corrects for tokens sampled by an older (or partly older) policy version. With
+    ``logp_prox == logp_behav`` the weight is exactly 1 and the loss is today's :func:`ppo_token_loss` against
+    the behaviour logprobs. Same rules as libs/grpo ``decoupledTokenLoss``; returns the terms (loss weighted)
+    and the weights. All inputs 1-D over model tokens."""
+    t = ppo_token_loss(logp_new, logp_prox, advantage, cfg)
+    w = tis_weight(logp_prox, logp_behav, cfg.tis_cap)
+    return TokenTerms(loss=t.loss * w, ratio=t.ratio, clipped=t.clipped, dual_clipped=t.dual_clipped, kl=t.kl), w
+
+
+def loss_stats(logp_new: torch.Tensor, logp_old: torch.Tensor, mask: torch.Tensor, advantage: torch.Tensor, cfg: LossConfig,
+               logp_prox: torch.Tensor | None = None) -> dict:
     """Token-mean loss and its metrics over a whole batch, for cross-checks with libs/grpo's
     ``clippedLossStats`` (tensors of shape [N, L], ``advantage`` [N] broadcast; float64 recommended).
-    Returns loss, clipFraction, dualClipFraction, approxKl, tokens."""
+    Returns loss, clipFraction, dualClipFraction, approxKl, tokens. With ``logp_prox`` the loss is decoupled
+    PPO (``logp_old`` = behaviour logprobs, cap ``cfg.tis_cap``) as libs/grpo's ``decoupledLossStats``, and
+    meanWeight / cappedFraction are added."""
     sel = mask.bool()
     adv = advantage[:, None].expand_as(logp_new)
-    t = ppo_token_loss(logp_new[sel], logp_old[sel], adv[sel], cfg)
     n = max(1, int(sel.sum()))
+    extra = {}
+    if logp_prox is None:
+        t = ppo_token_loss(logp_new[sel], logp_old[sel], adv[sel], cfg)
+    else:
+        t, w = decoupled_token_loss(logp_new[sel], logp_prox[sel], logp_old[sel], adv[sel], cfg)
+        capped = float((w >= cfg.tis_cap).sum()) / n if cfg.tis_cap is not None else 0.0
+        extra = {"meanWeight": float(w.sum() / n), "cappedFraction": capped}
     return {
         "loss": float(t.loss.sum() / n),
         "clipFraction": float(t.clipped.sum()) / n,
         "dualClipFraction": float(t.dual_clipped.sum()) / n,
         "approxKl": float(t.kl.sum() / n),
         "tokens": int(sel.sum()),
+        **extra,
     }

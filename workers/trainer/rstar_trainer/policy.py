@@ -7,8 +7,9 @@ One step (``PolicyTrainer.train_step``):
    and run them as packed micro-batches without padding (gradient accumulation; :mod:`.packing`), with
    log-probabilities and entropies formed a chunk of rows at a time (:mod:`.logprob`);
 2. before any update the trainer recomputes log pi(token | prefix) of every model token (the logprob
-   drift against the engine's ``old_logprobs`` is reported; with TIS or ``oldLogprobs: recomputed``
-   those recomputed values are pi_old). When one update covers the whole batch and the engine's
+   drift against the engine's ``old_logprobs`` is reported; with TIS, decoupled PPO or ``oldLogprobs:
+   recomputed`` those recomputed values are pi_old, the proximal policy of decoupled PPO, and the engine's
+   are the behaviour policy that sampled each token, :func:`.loss.decoupled_token_loss`). When one update covers the whole batch and the engine's
    logprobs are pi_old, the first forward pass of the update *is* that recompute (the weights have not
    moved yet) and no extra pass runs;
 3. loss per token (docs/design/protocol.md §6, :func:`ppo_token_loss`) summed and divided by the mini-batch's model
@@ -32,7 +33,7 @@ from .config import LossConfig, OptimizerConfig
 from .distributed import DistContext
 from .errors import ModelDirError, RequestError
 from .logprob import DEFAULT_CHUNK_BYTES, LogprobHead, LogprobRequest, chunk_rows_for, install_logprob_head
-from .loss import ppo_token_loss, tis_weight
+from .loss import decoupled_token_loss, ppo_token_loss
 from .optim_state import load_optimizer, save_optimizer
 from .checkpoints import weights_digest
 from .model_io import copy_tokenizer_files, mark_stable, validate_model_dir, write_manifest
@@ -317,14 +318,16 @@ class PolicyTrainer:
                             base = self._rows(recomputed, m, logp)
                         else:
                             base = eng
-                        terms = ppo_token_loss(logp, base, adv, loss)
-                        tok_loss = terms.loss
-                        if loss.tis_cap is not None:
-                            w = tis_weight(base, eng, loss.tis_cap)
-                            tok_loss = tok_loss * w
+                        if loss.decoupled:
+                            # Decoupled PPO: base = proximal (recomputed), eng = behaviour logprobs.
+                            terms, w = decoupled_token_loss(logp, base, eng, adv, loss)
                             if m.weight:
                                 acc["tis_w"] += w.sum().to(f64)
-                                acc["tis_cap"] += (w >= loss.tis_cap).sum().to(f64)
+                                if loss.tis_cap is not None:
+                                    acc["tis_cap"] += (w >= loss.tis_cap).sum().to(f64)
+                        else:
+                            terms = ppo_token_loss(logp, base, adv, loss)
+                        tok_loss = terms.loss
                     else:
                         tok_loss = -logp
                     # Token-mean over the mini-batch's model tokens on all ranks; FSDP averages the
@@ -387,7 +390,7 @@ class PolicyTrainer:
                 "ratioMin": float(r_min) if dtok else 1.0,
                 "ratioMax": float(r_max) if dtok else 1.0,
             }
-            if loss.tis_cap is not None:
+            if loss.decoupled:
                 out["tis"] = {"cap": loss.tis_cap, "meanWeight": float(acc["tis_w"]) / tok, "cappedFraction": float(acc["tis_cap"]) / tok}
         return out
 

@@ -70,3 +70,8 @@ def test_loss_config_refuses_kl_and_other_aggregations():
     with pytest.raises(RequestError, match="token-mean"):
         LossConfig.parse({"aggregation": "seq-mean"})
     assert LossConfig.parse({"tisCap": 2}).old_logprobs == "recomputed"
+    assert LossConfig.parse({"tisCap": 2}).decoupled
+    d = LossConfig.parse({"decoupled": True})
+    assert d.decoupled and d.old_logprobs == "recomputed" and d.tis_cap is None
+    with pytest.raises(RequestError, match="loss.decoupled"):
+        LossConfig.parse({"decoupled": "yes"})

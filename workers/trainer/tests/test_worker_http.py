@@ -126,6 +126,13 @@ def test_mini_batches_on_policy_start_and_tis(worker, batches):
     assert put(worker, run, 2, {"batchUri": p2, "batchHash": h2, "policyVersion": 2, "loss": {"tisCap": 2.0}, "optimizer": {"lr": 1e-3}})[0] == 202
     s, r2 = wait_result(worker.url, run, 2)
     assert s == 200 and r2["tis"]["cap"] == 2.0 and 0 < r2["tis"]["meanWeight"] <= 2.0
+    # Decoupled PPO without a cap: the same weights pi_prox / pi_behav, uncapped, rho against the proximal policy.
+    p3 = str(batches / "m3.safetensors")
+    h3 = write_batch(p3, seqs, run, 3, 3)
+    assert put(worker, run, 3, {"batchUri": p3, "batchHash": h3, "policyVersion": 3, "loss": {"decoupled": True}, "optimizer": {"lr": 1e-3}})[0] == 202
+    s, r3 = wait_result(worker.url, run, 3)
+    assert s == 200 and r3["tis"]["cap"] is None and r3["tis"]["meanWeight"] > 0 and r3["tis"]["cappedFraction"] == 0
+    assert r3["clipFraction"] == 0.0 and r3["approxKl"] < 1e-9  # one update: current == proximal
 
 
 def test_sft_mode(worker, batches, tiny_model):

@@ -23,6 +23,8 @@ export interface SchedulerStats {
   kvCapacityTokens: number;
   generatedTokens: number;
   batches: number;
+  /** Decode steps run so far (all batches): progress of a generation in flight. */
+  decodeSteps: number;
 }
 
 /**
@@ -39,6 +41,7 @@ export class GenerationScheduler {
   private paused = 0;
   private generated = 0;
   private batches = 0;
+  private decodeSteps = 0;
 
   constructor(
     private model: PolicyModel,
@@ -85,7 +88,7 @@ export class GenerationScheduler {
   stats(): SchedulerStats {
     return {
       running: this.running.length, queued: this.queue.length, kvTokensInUse: this.running.reduce((a, p) => a + p.reserve, 0),
-      kvCapacityTokens: this.kvCapacityTokens, generatedTokens: this.generated, batches: this.batches,
+      kvCapacityTokens: this.kvCapacityTokens, generatedTokens: this.generated, batches: this.batches, decodeSteps: this.decodeSteps,
     };
   }
 
@@ -128,7 +131,7 @@ export class GenerationScheduler {
     try {
       const results = await this.model.generate(
         batch.map((p) => p.inputIds),
-        batch.map((p) => ({ ...p.sampling, isAborted: (row: number) => batch[row].aborted, yieldEveryStep: true })),
+        batch.map((p) => ({ ...p.sampling, isAborted: (row: number) => batch[row].aborted, yieldEveryStep: true, onDecodeStep: () => void this.decodeSteps++ })),
       );
       results.forEach((r, i) => {
         this.generated += r.tokenIds.length;

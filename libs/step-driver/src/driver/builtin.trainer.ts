@@ -29,7 +29,7 @@ export class BuiltinTrainer implements Trainer {
       advantages: batch.sequences.map((s) => s.advantage),
     });
     this.version++;
-    return { loss: m.loss, clipFraction: m.clipFraction, approxKl: m.approxKl, entropy: m.entropy, gradNorm: m.gradNorm };
+    return { loss: m.loss, clipFraction: m.clipFraction, approxKl: m.approxKl, entropy: m.entropy, gradNorm: m.gradNorm, ...(m.tis ? { tis: m.tis } : {}) };
   }
 
   async save(dir: string): Promise<{ uri: string; hash: string }> {

@@ -192,7 +192,7 @@ export class OptimizationHandler {
             rolloutId, groupId: groupIds[promptIdx], step, promptIdx, sampleIdx, promptId: p.promptId, problem: p.problem, gold: p.gold,
             samplingParams: { temperature: stage.temperature, topP: stage.topP, seed: samplingSeed(config.seed, step, promptIdx, sampleIdx) },
             budget: { maxTokens: stage.maxResponseTokens, maxTurns: stage.maxTurns },
-            tool: config.tool.name, policyVersion, ...this.deps.rolloutExtras,
+            tool: config.tool.name, policyVersion, ...this.deps.rolloutExtras, ...(config.async?.partialRollouts ? { partialRollouts: true } : {}),
             resample: {
               expected: samples, keep: stage.groupSize, mode: config.roc.enabled ? config.roc.mode : 'none',
               runSeed: config.seed, timeoutS,

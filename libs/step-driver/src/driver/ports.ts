@@ -45,7 +45,7 @@ export interface TrainStepMetrics {
   lr?: number;
   logprobDrift?: LogprobDrift | null;
   /** Truncated importance sampling, when on. */
-  tis?: { cap: number; meanWeight: number; cappedFraction: number } | null;
+  tis?: { cap: number | null; meanWeight: number; cappedFraction: number } | null;
   /** sha256 of the batch file the trainer read (trainer worker: the safetensors v2 file). */
   batchFileHash?: string;
 }

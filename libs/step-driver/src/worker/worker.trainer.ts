@@ -99,7 +99,7 @@ export function workerLoss(config: RunConfig, step: number): Record<string, unkn
   const { stage } = stageOf(config, Math.min(step, config.stages.reduce((a, s) => a + s.steps, 0) - 1));
   return {
     epsLow: t.epsLow, epsHigh: t.epsHigh, dualClip: t.dualClip, logRatioClamp: 20, aggregation: 'token-mean', kl: 0, entropyBonus: 0,
-    oldLogprobs: t.oldLogprobs ?? 'engine', tisCap: t.tisCap ?? null, temperature: stage.temperature > 0 ? stage.temperature : 1,
+    oldLogprobs: t.oldLogprobs ?? 'engine', tisCap: t.tisCap ?? null, decoupled: t.decoupled ?? false, temperature: stage.temperature > 0 ? stage.temperature : 1,
   };
 }
 
