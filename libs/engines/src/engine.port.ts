@@ -1,4 +1,5 @@
 import type { GenerateRequest, GenerateResult } from '@rstar/agent';
+import type { WeightTransfer } from './distributed-sync';
 
 /** What an engine reports about itself: KV-cache capacity in tokens (docs/design/protocol.md §7). */
 export interface ServerInfo {
@@ -46,6 +47,8 @@ export interface EngineAdapter {
   loadedWeights?(): Promise<LoadedWeights>;
   /** The model the engine serves (SGLang `GET /get_model_info`); absent = it cannot tell. */
   modelInfo?(): Promise<ModelInfo>;
+  /** Weight transfer over torch.distributed and prompt logprobs (SGLang, vLLM); absent = disk only. */
+  weightTransfer?(): WeightTransfer;
   /** Drop the prefix cache (after a weight update its entries are stale). */
   flushCache(): Promise<void>;
   /** True when the engine answers its health endpoint. */

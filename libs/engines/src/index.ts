@@ -9,3 +9,5 @@ export * from './weight-sync';
 export * from './scheduler/engine.picker';
 export * from './scheduler/rollout.scheduler';
 export { startBuiltinEngine, GenerationScheduler, type BuiltinEngine, type BuiltinEngineOptions, type SchedulerStats as BuiltinEngineStats } from './builtin-engine';
+export * from './distributed-sync';
+export * from './probe.check';

@@ -1,6 +1,7 @@
 import type { GenerateFinishReason, GenerateRequest, GenerateResult } from '@rstar/agent';
 import { EngineResponseError } from './engine.errors';
 import type { EngineAdapter, LoadedWeights, ModelInfo, ServerInfo } from './engine.port';
+import { sglangWeightTransfer, type WeightTransfer } from './distributed-sync';
 import { DEFAULT_RETRY, probeHealth, requestJson, type RetryPolicy } from './http.client';
 
 interface SglangGenerateResponse {
@@ -132,6 +133,11 @@ export class SglangAdapter implements EngineAdapter {
   async modelInfo(): Promise<ModelInfo> {
     const res = (await requestJson(this.id, this.url, '/get_model_info', { apiKey: this.apiKey }, this.retry)) as Record<string, unknown> | null;
     return { modelPath: str(res?.model_path), tokenizerHash: str(res?.tokenizer_hash) };
+  }
+
+  /** Weight transfer over torch.distributed and the probe's prompt logprobs (distributed-sync.ts). */
+  weightTransfer(): WeightTransfer {
+    return sglangWeightTransfer({ id: this.id, url: this.url, apiKey: this.apiKey });
   }
 
   async flushCache(): Promise<void> {
