@@ -268,6 +268,10 @@ class EngineApp:
             if body.get("return_token_ids"):
                 entry["token_ids"] = r.output
                 entry["prompt_token_ids"] = ids
+            if body.get("prompt_logprobs") is not None:
+                # vLLM's shape: one {"<token id>": {logprob, rank, decoded_token}} per prompt token, None first.
+                plp = prompt_logprobs(self.sched.runner, ids, 0)
+                entry["prompt_logprobs"] = [None if lp is None else {str(t): {"logprob": lp, "rank": None, "decoded_token": self.tok.decode([t])}} for lp, t in zip(plp, ids)]
             choices.append(entry)
         n_prompt = sum(len(x) for x in prompts)
         n_out = sum(len(r.output) for r in reqs)
