@@ -148,6 +148,7 @@ export const RunConfigSchema = z.strictObject({
        * re-reads it (`/update_weights_from_disk`). `distributed`: bf16 (fp32 for fp32 engines) buckets broadcast
        * from the trainer's memory over a torch.distributed group the engines join (SGLang
        * `/init_weights_update_group` + `/update_weights_from_distributed`; vLLM's weight-transfer routes).
+       * `rstar train` refuses `distributed` for now (see parseRunConfig): the step driver does not drive it yet.
        */
       weightSync: z.enum(['disk', 'distributed']).default('disk'),
       /** `worker`, `weightSync: distributed`: bucket size in MiB (one HTTP call and one set of broadcasts per bucket). */
@@ -252,6 +253,15 @@ export function parseRunConfig(input: unknown): RunConfig {
     throw new ConfigError(
       `policy.kind "${c.policy.kind}" needs trainer.kind "${hf ? 'worker' : 'builtin'}" (a Hugging Face policy trains on the trainer worker, the builtin policy on the builtin trainer)`,
       'trainer.kind',
+    );
+  }
+  if (c.trainer.weightSync === 'distributed') {
+    // The routes, the trainer's bucketed broadcast and the probe exist (libs/engines DistributedWeightSync,
+    // workers/trainer weight_sync.py), but the step driver still sends every update through the disk: a run
+    // asking for distributed sync must not silently get the disk path.
+    throw new ConfigError(
+      'trainer.weightSync "distributed" is not driven by rstar train yet (runs update the engines from the checkpoint on disk); set trainer.weightSync: disk, or drive DistributedWeightSync (libs/engines) yourself',
+      'trainer.weightSync',
     );
   }
   if (hf && c.engines.some((e) => e.kind === 'builtin')) {

@@ -123,7 +123,8 @@ class EngineApp:
             }
             if want_lp:
                 meta["output_token_logprobs"] = [[lp, t, self.tok.decode([t]) if with_text else None] for lp, t in zip(r.logprobs, r.output)]
-                start = body.get("logprob_start_len", -1)
+                start = body.get("logprob_start_len")
+                start = -1 if start is None else start
                 if isinstance(start, bool) or not isinstance(start, int):
                     raise RequestError("logprob_start_len must be an integer (-1: no prompt logprobs)", "logprob_start_len")
                 if 0 <= start < len(ids):
