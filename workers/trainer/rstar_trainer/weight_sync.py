@@ -78,6 +78,16 @@ def plan_buckets(trainer, bucket_bytes: int, dtype: str) -> list[dict]:
     return out
 
 
+def _staging(trainer, shape, dtype: torch.dtype, device) -> torch.Tensor:
+    """A tensor of ``shape``/``dtype`` carved from one allocation kept on ``trainer`` (grown as needed)."""
+    numel = max(1, math.prod(shape))
+    nbytes = numel * torch.empty((), dtype=dtype).element_size()
+    stage = getattr(trainer, "_sync_staging", None)
+    if stage is None or stage.numel() < nbytes or stage.device != torch.device(device):
+        stage = trainer._sync_staging = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    return stage[:nbytes].view(dtype)[: math.prod(shape)].view(shape)
+
+
 @torch.no_grad()
 def send_bucket(ctx: DistContext, trainer, names: list[str], dtype: str, group) -> None:
     """Gather each named parameter (FSDP2 shards: ``full_tensor`` on every rank) and broadcast it from
@@ -90,7 +100,14 @@ def send_bucket(ctx: DistContext, trainer, names: list[str], dtype: str, group) 
         t = sd[name]
         full = t.full_tensor() if isinstance(t, DTensor) else t
         if ctx.is_main:
-            broadcast(full.detach().to(want).contiguous(), group)
+            full = full.detach()
+            if full.dtype == want and full.is_contiguous():
+                broadcast(full, group)
+            else:
+                # Cast into one reused staging allocation: a fresh tensor per parameter costs page faults.
+                buf = _staging(trainer, full.shape, want, full.device)
+                buf.copy_(full)
+                broadcast(buf, group)
         del full
 
 

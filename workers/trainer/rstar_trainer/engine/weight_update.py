@@ -44,6 +44,14 @@ class WeightReceiver:
         self.lock = threading.Lock()
         self.device = next(sched.runner.model.parameters()).device
 
+    def _staging(self, shape: list[int], dtype: torch.dtype) -> torch.Tensor:
+        """A receive buffer of ``shape`` and ``dtype`` carved from one reused allocation (fresh large
+        allocations cost a page fault per page on every update)."""
+        n = max(1, int(torch.Size(shape).numel())) * torch.empty((), dtype=dtype).element_size()
+        if getattr(self, "_stage", None) is None or self._stage.numel() < n:
+            self._stage = torch.empty(n, dtype=torch.uint8, device=self.device)
+        return self._stage[:n].view(dtype)[: int(torch.Size(shape).numel())].view(shape)
+
     def init_group(self, body: dict) -> dict:
         name = body.get("group_name") or "weight_update_group"
         for k in ("master_address", "master_port", "rank_offset", "world_size"):
@@ -95,9 +103,14 @@ class WeightReceiver:
             try:
                 with torch.no_grad():
                     for n, d, s in zip(names, dtypes, shapes):
-                        buf = torch.empty(s, dtype=_DTYPES[d], device=self.device)
-                        broadcast(buf, group)
-                        own[n].copy_(buf.to(own[n].dtype))
+                        dst = own[n]
+                        if _DTYPES[d] == dst.dtype and dst.is_contiguous():
+                            # Straight into the weights (generation is paused): no fresh buffer to fault in.
+                            broadcast(dst, group)
+                        else:
+                            buf = self._staging(s, _DTYPES[d])
+                            broadcast(buf, group)
+                            dst.copy_(buf)
                         if tied and n == "model.embed_tokens.weight" and "lm_head.weight" in own and own["lm_head.weight"].data_ptr() != own[n].data_ptr():
                             own["lm_head.weight"].copy_(own[n])
             except RuntimeError as e:
