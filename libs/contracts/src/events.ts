@@ -233,6 +233,24 @@ export const GroupResampledData = z.object({
     .optional(),
 });
 
+/** One engine's behaviour probe: its logprobs of a fixed token sequence against the trainer's (docs/design/protocol.md). */
+export const WeightProbeResult = z.object({
+  engineId: z.string(),
+  sync: z.enum(['distributed', 'disk']),
+  version: z.number().int().nonnegative(),
+  tokens: z.number().int().positive(),
+  maxAbsDiff: z.number().nonnegative(),
+  meanAbsDiff: z.number().nonnegative(),
+  /** Position in the probe (1 = the second token, the first one scored), its id, and both logprobs there. */
+  worst: z.object({ position: z.number().int().positive(), tokenId: z.number().int().nonnegative(), trainer: z.number(), engine: z.number() }),
+  tolerance: z.number().positive(),
+  passed: z.boolean(),
+  /** Sync seconds (all buckets, or the disk load) and probe milliseconds. */
+  syncSeconds: z.number().nonnegative().optional(),
+  probeMs: z.number().nonnegative().optional(),
+});
+export type WeightProbeResult = z.infer<typeof WeightProbeResult>;
+
 export const StepOptimizedData = z.object({
   step: z.number().int().nonnegative(),
   loss: z.number(),
@@ -270,6 +288,12 @@ export const StepOptimizedData = z.object({
    * PPO without a cap), the mean behaviour weight pi_prox / pi_behaviour and the share of tokens at the cap.
    */
   tis: z.object({ cap: z.number().nullable(), meanWeight: z.number(), cappedFraction: z.number() }).nullable().optional(),
+  /**
+   * The behaviour probe after the weights reached the engines (optional, added without a version bump):
+   * per engine, how the sync went (`distributed` | `disk`), and the largest and mean |log pi_engine -
+   * log pi_trainer| over the probe's tokens with the token where it was largest.
+   */
+  weightProbe: z.array(WeightProbeResult).optional(),
 });
 
 export const PolicyUpdatedData = z.object({

@@ -16,6 +16,14 @@ const refused = (input: unknown): ConfigError => {
 };
 
 describe('run config errors name the field and the fix', () => {
+  it('weight sync: disk by default with 512 MiB buckets; distributed is refused by name until runs drive it', () => {
+    const c = parseRunConfig({ name: 'x', stages: [stage] });
+    expect([c.trainer.weightSync, c.trainer.weightSyncBucketMB, c.trainer.probeTolerance]).toEqual(['disk', 512, undefined]);
+    const e = refused({ name: 'x', stages: [stage], trainer: { weightSync: 'distributed' } });
+    expect(e.field).toBe('trainer.weightSync');
+    expect(e.message).toContain('set trainer.weightSync: disk');
+  });
+
   it('a misspelt key is named with the key probably meant, at any depth', () => {
     const e = refused({ name: 'x', stages: [{ ...stage, groupSize: undefined, groupSiz: 4 }], evall: {} });
     expect(e).toBeInstanceOf(ConfigError);

@@ -164,6 +164,23 @@ export const RunConfigSchema = z.strictObject({
       oldLogprobs: z.enum(['engine', 'recomputed']).optional(),
       /** `worker`: seconds to wait for one step's result (training + checkpoint) before failing the run (default 3600). */
       stepTimeoutS: z.number().positive().optional(),
+      /**
+       * `worker`: how new weights reach the engines. `disk` (default): the checkpoint directory, each engine
+       * re-reads it (`/update_weights_from_disk`). `distributed`: bf16 (fp32 for fp32 engines) buckets broadcast
+       * from the trainer's memory over a torch.distributed group the engines join (SGLang
+       * `/init_weights_update_group` + `/update_weights_from_distributed`; vLLM's weight-transfer routes).
+       * `rstar train` refuses `distributed` for now (see parseRunConfig): the step driver does not drive it yet.
+       */
+      weightSync: z.enum(['disk', 'distributed']).default('disk'),
+      /** `worker`, `weightSync: distributed`: bucket size in MiB (one HTTP call and one set of broadcasts per bucket). */
+      weightSyncBucketMB: z.number().positive().max(65536).default(512),
+      /** `worker`, `weightSync: distributed`: TCP port of the group's store on the trainer's host (reachable by the engines). */
+      weightSyncPort: z.number().int().min(1).max(65535).default(29650),
+      /**
+       * `worker`: largest |log pi_engine - log pi_trainer| on the behaviour probe after each sync before the
+       * step fails. Absent: 1e-3 when the engines serve fp32, 0.15 for bf16 (docs/design/protocol.md).
+       */
+      probeTolerance: z.number().positive().optional(),
       warmupSteps: z.number().int().min(0).default(20),
       epsLow: z.number().min(0).default(0.2),
       epsHigh: z.number().min(0).default(0.28),
@@ -280,6 +297,15 @@ export function parseRunConfig(input: unknown): RunConfig {
     throw new ConfigError(
       `policy.kind "${c.policy.kind}" needs trainer.kind "${hf ? 'worker' : 'builtin'}" (a Hugging Face policy trains on the trainer worker, the builtin policy on the builtin trainer)`,
       'trainer.kind',
+    );
+  }
+  if (c.trainer.weightSync === 'distributed') {
+    // The routes, the trainer's bucketed broadcast and the probe exist (libs/engines DistributedWeightSync,
+    // workers/trainer weight_sync.py), but the step driver still sends every update through the disk: a run
+    // asking for distributed sync must not silently get the disk path.
+    throw new ConfigError(
+      'trainer.weightSync "distributed" is not driven by rstar train yet (runs update the engines from the checkpoint on disk); set trainer.weightSync: disk, or drive DistributedWeightSync (libs/engines) yourself',
+      'trainer.weightSync',
     );
   }
   if (hf && c.engines.some((e) => e.kind === 'builtin')) {

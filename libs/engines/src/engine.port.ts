@@ -1,5 +1,6 @@
 import type { GenerateRequest, GenerateResult } from '@rstar/agent';
 import type { EngineLoadSample } from './engine-load';
+import type { WeightTransfer } from './distributed-sync';
 
 /** What an engine reports about itself: KV-cache capacity in tokens (docs/design/protocol.md §7). */
 export interface ServerInfo {
@@ -52,6 +53,8 @@ export interface EngineAdapter {
    * when it exposes neither; absent = the adapter cannot tell. The `kv-adaptive` policy admits by it.
    */
   loadStats?(): Promise<EngineLoadSample | null>;
+  /** Weight transfer over torch.distributed and prompt logprobs (SGLang, vLLM); absent = disk only. */
+  weightTransfer?(): WeightTransfer;
   /** Drop the prefix cache (after a weight update its entries are stale). */
   flushCache(): Promise<void>;
   /** True when the engine answers its health endpoint. */

@@ -2,6 +2,7 @@ import type { GenerateFinishReason, GenerateRequest, GenerateResult } from '@rst
 import { EngineResponseError } from './engine.errors';
 import type { EngineAdapter, LoadedWeights, ModelInfo, ServerInfo } from './engine.port';
 import { readEngineLoad, type EngineLoadSample } from './engine-load';
+import { sglangWeightTransfer, type WeightTransfer } from './distributed-sync';
 import { DEFAULT_RETRY, probeHealth, requestJson, type RetryPolicy } from './http.client';
 
 interface SglangGenerateResponse {
@@ -184,6 +185,11 @@ export class SglangAdapter implements EngineAdapter {
   /** `GET /metrics`: KV tokens in use and the retraction counter (see engine-load.ts). */
   loadStats(): Promise<EngineLoadSample | null> {
     return readEngineLoad(this.id, this.url, this.apiKey, this.retry);
+  }
+
+  /** Weight transfer over torch.distributed and the probe's prompt logprobs (distributed-sync.ts). */
+  weightTransfer(): WeightTransfer {
+    return sglangWeightTransfer({ id: this.id, url: this.url, apiKey: this.apiKey });
   }
 
   async flushCache(): Promise<void> {

@@ -3,6 +3,7 @@ import { EngineResponseError, EngineUnsupportedError } from './engine.errors';
 import { resolve } from 'node:path';
 import type { EngineAdapter, LoadedWeights, ModelInfo, ServerInfo } from './engine.port';
 import { readEngineLoad, type EngineLoadSample } from './engine-load';
+import { vllmWeightTransfer, type WeightTransfer } from './distributed-sync';
 import { DEFAULT_RETRY, probeHealth, requestJson, type RetryPolicy } from './http.client';
 
 interface VllmChoice {
@@ -142,9 +143,26 @@ export class VllmAdapter implements EngineAdapter {
     return readEngineLoad(this.id, this.url, this.opts.apiKey ?? null, this.retry);
   }
 
-  async flushCache(): Promise<void> {
-    await requestJson(this.id, this.url, '/reset_prefix_cache', { apiKey: this.opts.apiKey,  method: 'POST', expectJson: false }, this.retry);
+  /** Weight transfer over vLLM's weight-transfer routes and the probe's prompt logprobs (distributed-sync.ts). */
+  weightTransfer(): WeightTransfer {
+    return vllmWeightTransfer({ id: this.id, url: this.url, apiKey: this.opts.apiKey ?? null }, () => this.modelName());
   }
+
+  /**
+   * `POST /reset_prefix_cache` where the server has it (only with `VLLM_SERVER_DEV_MODE=1`); a server answering
+   * 404 is remembered and not asked again (its prefix cache is keyed by weights it cannot swap in place).
+   */
+  async flushCache(): Promise<void> {
+    if (this.noResetRoute) return;
+    try {
+      await requestJson(this.id, this.url, '/reset_prefix_cache', { apiKey: this.opts.apiKey,  method: 'POST', expectJson: false }, this.retry);
+    } catch (e) {
+      if (e instanceof EngineResponseError && / answered HTTP 404/.test(e.message)) this.noResetRoute = true;
+      else throw e;
+    }
+  }
+
+  private noResetRoute = false;
 
   health(): Promise<boolean> {
     return probeHealth(this.id, this.url, this.retry, this.opts.apiKey ?? null);

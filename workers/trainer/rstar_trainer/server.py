@@ -8,6 +8,8 @@
   or 200 ``{state: "failed", error}``, 202 ``{state: "queued"|"running"}``, 404 when never PUT; with
   ``wait`` the answer is held until the step ends (long poll, at most 300 s).
 - ``GET /v1/runs/{runId}`` -> the run's latest policy version and checkpoint.
+- ``POST /v1/weight-sync/group|plan|buckets/{k}``, ``POST /v1/probe``: weights from memory to the engines
+  over torch.distributed and the trainer's logprobs of a probe sequence (:mod:`.weight_sync`).
 - ``GET /v1/info``, ``GET /healthz`` (also ``/health/live``, ``/health/ready``), ``GET /metrics`` (Prometheus).
 
 Under ``torchrun`` (one node or several: ``--nnodes N --rdzv-backend c10d --rdzv-endpoint HOST:PORT``)
@@ -33,6 +35,8 @@ from .http_util import JsonServer, QuietHandler, path_parts, read_body, send, se
 from .model_io import validate_model_dir
 from .policy import PolicyTrainer, quiet_transformers, resolve_dtype
 from .service import RESULT_PROTOCOL, StepService, follower_loop
+from .weight_sync import WeightSyncService
+from .weight_sync import route as weight_sync_route
 
 
 def info(svc: StepService, trainer: PolicyTrainer, model_dir: str) -> dict:
@@ -103,6 +107,8 @@ def query_wait(h) -> float:
 
 
 def make_handler(svc: StepService, trainer: PolicyTrainer, model_dir: str):
+    ws = WeightSyncService(svc)
+
     class Handler(QuietHandler):
         def _route(self, method: str):
             try:
@@ -121,6 +127,9 @@ def make_handler(svc: StepService, trainer: PolicyTrainer, model_dir: str):
                     if method == "GET":
                         status, body = svc.get(parts[2], step, wait=query_wait(self))
                         return send(self, status, body)
+                routed = weight_sync_route(ws, method, parts, lambda: read_body(self))
+                if routed is not None:
+                    return send(self, *routed)
                 if method == "GET" and len(parts) == 3 and parts[:2] == ["v1", "runs"]:
                     svc.check_ids(parts[2], "0")
                     return send(self, 200, svc.run_view(parts[2]))

@@ -41,6 +41,7 @@ from .errors import (
 )
 from .model_io import tokenizer_hash, validate_model_dir
 from .policy import PolicyTrainer
+from . import weight_sync
 
 RESULT_PROTOCOL = "rstar.grpo-result/1"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,199}$")
@@ -115,6 +116,9 @@ def follower_loop(ctx: DistContext, trainer: PolicyTrainer) -> None:
         if cmd is None or cmd.get("op") == "exit":
             return
         try:
+            if cmd.get("op") in weight_sync.OPS:
+                weight_sync.follow(ctx, trainer, cmd)
+                continue
             execute_step(ctx, trainer, cmd)
         except RstarWorkerError:
             pass  # rank 0 reports it
@@ -135,6 +139,8 @@ class StepService:
         self.tokenizer_hash = tokenizer_hash(base_dir)
         self.lock = threading.Lock()
         self.cv = threading.Condition(self.lock)
+        # Held while the model's collectives run (a step, a weight-sync bucket, a probe): never interleaved.
+        self.collectives = threading.Lock()
         self.queue: list[tuple[str, int]] = []
         self.running: tuple[str, int] | None = None
         # What the in-memory weights are: (runId, policyVersion); ("", -1) = the pristine base model.
@@ -346,7 +352,8 @@ class StepService:
                 run, step = self.queue.pop(0)
                 self.running = (run, step)
             try:
-                self._run_step(run, step)
+                with self.collectives:
+                    self._run_step(run, step)
             finally:
                 with self.cv:
                     self.running = None

@@ -75,6 +75,8 @@ class WeightUpdate:
     op: object | None = None
     done: threading.Event = field(default_factory=threading.Event)
     result: dict | None = None
+    # Set: an update that is not a disk load (weights over torch.distributed); it returns the answer.
+    fn: object | None = None
 
 
 class Scheduler:
@@ -187,10 +189,11 @@ class Scheduler:
             self.cv.notify_all()
         return n
 
-    def update_weights(self, path: str, version: str | None, abort_all: bool) -> dict:
-        """Load new weights between steps (SGLang's ``/update_weights_from_disk``): new requests wait;
+    def update_weights(self, path: str, version: str | None, abort_all: bool, fn=None) -> dict:
+        """Load new weights between steps (SGLang's ``/update_weights_from_disk``; with ``fn``, whatever
+        ``fn()`` does, e.g. receive them over torch.distributed, returning the answer): new requests wait;
         running ones finish first (or are aborted with ``abort_all``). Blocks until done."""
-        up = WeightUpdate(path=path, version=version, abort_all=abort_all)
+        up = WeightUpdate(path=path, version=version, abort_all=abort_all, fn=fn)
         with self.cv:
             if self.update is not None:
                 return {"success": False, "message": "another weight update is in progress", "num_paused_requests": 0}
@@ -430,7 +433,14 @@ class Scheduler:
 
     def _do_update(self, up: WeightUpdate, paused: int) -> None:
         try:
-            res = up.op() if up.op is not None else self._load(up.path, up.version)
+            if up.op is not None:
+                res = up.op()
+            elif up.fn is not None:
+                if "weights" in self.released:
+                    raise MemoryReleasedError("the engine's weights are released; POST /resume_memory_occupation with tags [\"weights\"] before updating them", "model_path")
+                res = up.fn()
+            else:
+                res = self._load(up.path, up.version)
             res["num_paused_requests"] = paused
         except (CheckpointIntegrityError, RequestError, MemoryReleasedError, OSError, ValueError) as e:
             res = {"success": False, "message": str(e), "num_paused_requests": paused,

@@ -1,10 +1,12 @@
 """The reference engine's HTTP API: SGLang's native routes and vLLM's ``/v1/completions``.
 
-SGLang: ``POST /generate``, ``POST /abort_request``, ``POST /update_weights_from_disk``,
+SGLang: ``POST /generate`` (``return_logprob`` with ``logprob_start_len`` >= 0 adds the prompt's
+``input_token_logprobs``), ``POST /abort_request``, ``POST /update_weights_from_disk``,
+``POST /init_weights_update_group``, ``POST /update_weights_from_distributed`` (engine/weight_update.py),
 ``GET|POST /flush_cache``, ``POST /release_memory_occupation`` and ``POST /resume_memory_occupation``
 (``{tags?: ["weights", "kv_cache"]}``, :mod:`.occupation`), ``GET /get_server_info`` (``/server_info``), ``GET /get_model_info``
 (``/model_info``), ``GET /get_weight_version``, ``GET /health``, ``GET /health_generate``.
-vLLM: ``POST /v1/completions`` (token-id prompts, logprobs, ``return_tokens_as_token_ids``,
+vLLM: the weight-transfer routes (engine/weight_update.py), ``POST /v1/completions`` (token-id prompts, logprobs, ``return_tokens_as_token_ids``,
 ``return_token_ids``), ``GET /v1/models``, ``POST /reset_prefix_cache``, ``GET /metrics`` (with
 ``vllm:cache_config_info`` so the vLLM adapter reads the KV capacity). A client that disconnects
 before its answer has its request aborted, as both servers do.
@@ -23,6 +25,7 @@ from ..errors import NotFoundError, RequestError
 from ..http_util import QuietHandler, path_parts, read_body, send, send_error
 from .occupation import parse_tags, weights_on_meta
 from .sampling import parse_sampling
+from .weight_update import VLLM_GROUP, WeightReceiver, prompt_logprobs
 from .scheduler import Request, Scheduler
 
 _ids = itertools.count()
@@ -66,6 +69,7 @@ class EngineApp:
         self.device = device
         self.dtype = dtype
         self.started = time.time()
+        self.receiver = WeightReceiver(sched)
 
     # -------------------------------------------------------------- text
 
@@ -121,7 +125,15 @@ class EngineApp:
             }
             if want_lp:
                 meta["output_token_logprobs"] = [[lp, t, self.tok.decode([t]) if with_text else None] for lp, t in zip(r.logprobs, r.output)]
-                meta["input_token_logprobs"] = []
+                start = body.get("logprob_start_len")
+                start = -1 if start is None else start
+                if isinstance(start, bool) or not isinstance(start, int):
+                    raise RequestError("logprob_start_len must be an integer (-1: no prompt logprobs)", "logprob_start_len")
+                if 0 <= start < len(ids):
+                    lps = prompt_logprobs(self.sched.runner, ids, start)
+                    meta["input_token_logprobs"] = [[lp, t, self.tok.decode([t]) if with_text else None] for lp, t in zip(lps, ids[start:])]
+                else:
+                    meta["input_token_logprobs"] = []
             out.append({"text": self._text(r, p.skip_special_tokens, p.no_stop_trim), "output_ids": r.output, "meta_info": meta})
         send(h, 200, out if batched else out[0])
 
@@ -272,6 +284,10 @@ class EngineApp:
             if body.get("return_token_ids"):
                 entry["token_ids"] = r.output
                 entry["prompt_token_ids"] = ids
+            if body.get("prompt_logprobs") is not None:
+                # vLLM's shape: one {"<token id>": {logprob, rank, decoded_token}} per prompt token, None first.
+                plp = prompt_logprobs(self.sched.runner, ids, 0)
+                entry["prompt_logprobs"] = [None if lp is None else {str(t): {"logprob": lp, "rank": None, "decoded_token": self.tok.decode([t])}} for lp, t in zip(plp, ids)]
             choices.append(entry)
         n_prompt = sum(len(x) for x in prompts)
         n_out = sum(len(r.output) for r in reqs)
@@ -314,6 +330,9 @@ class EngineApp:
                             return app.abort_request(self, read_body(self))
                         if path == "/update_weights_from_disk":
                             return app.update_weights(self, read_body(self))
+                        if path in WEIGHT_ROUTES:
+                            res = WEIGHT_ROUTES[path](app.receiver, read_body(self))
+                            return send(self, 200 if res.get("success") else 400, res)
                         if path in ("/flush_cache", "/reset_prefix_cache"):
                             read_body(self)
                             return send(self, 200, "Cache flushed.", "text/plain")
@@ -328,6 +347,32 @@ class EngineApp:
                 self._route("POST")
 
         return Handler
+
+
+def _vllm_init(r: WeightReceiver, body: dict) -> dict:
+    info = body.get("init_info")
+    if not isinstance(info, dict):
+        raise RequestError("init_info must be an object {master_address, master_port, rank_offset, world_size}", "init_info")
+    return r.init_group({**info, "group_name": VLLM_GROUP})
+
+
+def _vllm_update(r: WeightReceiver, body: dict) -> dict:
+    info = body.get("update_info")
+    if not isinstance(info, dict):
+        raise RequestError("update_info must be an object {names, dtype_names, shapes}", "update_info")
+    return r.update({**info, "group_name": VLLM_GROUP}, dtypes_key="dtype_names")
+
+
+# POST routes of weight updates over torch.distributed (engine/weight_update.py): SGLang's and vLLM's.
+WEIGHT_ROUTES = {
+    "/init_weights_update_group": lambda r, b: r.init_group(b),
+    "/update_weights_from_distributed": lambda r, b: r.update(b),
+    "/destroy_weights_update_group": lambda r, b: r.destroy_group(b),
+    "/init_weight_transfer_engine": _vllm_init,
+    "/start_weight_update": lambda r, b: {"success": True, "message": "ready for a weight update"},
+    "/update_weights": _vllm_update,
+    "/finish_weight_update": lambda r, b: {"success": True, "message": "weight update finished"},
+}
 
 
 def default_name(model_dir: str) -> str:
