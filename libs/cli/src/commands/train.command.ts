@@ -71,6 +71,13 @@ export function register(program: Command): void {
           process.exitCode = 2;
           return;
         }
+        // Not refused here (the tiny presets carry an eval section and run remotely as they are), but never silent.
+        try {
+          refuseRemoteIgnoredFields(config);
+        } catch (e) {
+          if (!(e instanceof RunRefusedError)) throw e;
+          process.stderr.write(`rstar train: warning: ${e.message} (field ${e.field})\n`);
+        }
         await submitRemoteRun(config, {
           natsUrl, runId: o.resume, stream: process.env.RSTAR_STREAM || undefined, subjectPrefix: process.env.RSTAR_SUBJECT_PREFIX || undefined,
           onLine: (l) => process.stdout.write(`${l}\n`),
