@@ -185,6 +185,23 @@ export const RunConfigSchema = z.strictObject({
    */
   checkpoints: z.strictObject({ keepLast: z.number().int().min(1) }).optional(),
   /**
+   * Bounded-staleness asynchronous RL (docs/design/protocol.md §8). `maxStaleness` η: while step s trains,
+   * the rollouts of steps s+1..s+η are already requested, and a rollout started under policy version v is
+   * trained at policy version <= v + η or discarded (`RolloutDiscarded`). 0 = the synchronous barrier.
+   * `partialRollouts`: engines continue in-flight turns under new weights instead of finishing them first.
+   * Absent = synchronous (and absent rather than defaulted, so configs recorded without it stay byte-identical).
+   */
+  async: z
+    .strictObject({
+      maxStaleness: z
+        .number({ message: 'async.maxStaleness must be a whole number of policy versions >= 0 (0 = synchronous; 1 or 2 overlap rollouts with training)' })
+        .int({ message: 'async.maxStaleness must be a whole number of policy versions (0 = synchronous; 1 or 2 overlap rollouts with training), not a fraction' })
+        .min(0, { message: 'async.maxStaleness must be >= 0 policy versions (0 = synchronous; 1 or 2 overlap rollouts with training)' })
+        .default(0),
+      partialRollouts: z.boolean().default(false),
+    })
+    .optional(),
+  /**
    * Optional experiment trackers that receive each step's metrics, the held-out pass@1 and a sample of
    * rollouts as a table (libs/trackers). Absent = none.
    */

@@ -6,3 +6,4 @@ export * from './advantages';
 export * from './clipped-loss';
 export * from './training-batch.builder';
 export * from './batch-v2.writer';
+export * from './staleness.filter';
