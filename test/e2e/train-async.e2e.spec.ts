@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ids, type EventType, type RstarEvent } from '@rstar/contracts';
+import { ids, type RstarEvent } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
 import { JetStreamBus } from '@rstar/messaging';
 import { startBuiltinEngine, type BuiltinEngine } from '@rstar/engines';
@@ -25,13 +25,13 @@ const SHAPE: RunShape = { steps: 3, prompts: 2, group: 2, oversample: 2 };
  * returns how often each rollout entered a batch.
  */
 function trainedStaleness(events: readonly RstarEvent[]): { staleness: Array<{ rolloutId: string; step: number; staleness: number }>; entered: Map<string, number> } {
-  const of = <T extends EventType>(t: T) => events.filter((e): e is RstarEvent<T> => e.type === t);
-  const sampledBy = new Map(of('RolloutCompleted').map((e) => [e.data.rolloutId, e.data.policyVersion]));
-  const discarded = new Set(of('RolloutDiscarded').map((e) => e.data.rolloutId));
-  const trainAt = new Map(of('StepOptimized').map((e) => [e.data.step, e.data.newPolicyVersion - 1]));
+  const sampledBy = new Map(events.flatMap((e) => (e.type === 'RolloutCompleted' ? [[e.data.rolloutId, e.data.policyVersion] as const] : [])));
+  const discarded = new Set(events.flatMap((e) => (e.type === 'RolloutDiscarded' ? [e.data.rolloutId] : [])));
+  const trainAt = new Map(events.flatMap((e) => (e.type === 'StepOptimized' ? [[e.data.step, e.data.newPolicyVersion - 1] as const] : [])));
+  const resampled = events.filter((e): e is RstarEvent<'GroupResampled'> => e.type === 'GroupResampled');
   const staleness: Array<{ rolloutId: string; step: number; staleness: number }> = [];
   const entered = new Map<string, number>();
-  for (const g of of('GroupResampled')) {
+  for (const g of resampled) {
     const v = trainAt.get(g.data.step);
     if (v === undefined) continue;
     for (const id of g.data.kept.filter((k) => !discarded.has(k))) {
@@ -122,11 +122,12 @@ describe('async GRPO (bounded staleness) over JetStream + Postgres', () => {
     const startsBefore = optimization.starts;
     const submitted = submitRemoteRun(shortRunConfig('async-chaos', 611, sft, SHAPE, { async: { maxStaleness: 1 } }), { bus, runId });
     submitted.catch(() => undefined);
-    // Mid-window: step 0 trained, step 1's rollouts requested (under version 0) and in flight.
-    await until(async () => (await readRunEvents(store!, runId, ['StepOptimized', 'RunCompleted', 'RunFailed'])).length > 0 || undefined, `the first StepOptimized of run ${runId}`, { timeoutMs: 180_000, everyMs: 100 });
+    // Mid-window: step 0 trained and its update published, step 1's rollouts requested under version 0.
+    await until(async () => (await readRunEvents(store!, runId, ['PolicyUpdated', 'RunCompleted', 'RunFailed'])).length > 0 || undefined, `the first PolicyUpdated of run ${runId}`, { timeoutMs: 180_000, everyMs: 100 });
     const atKill = await readRunEvents(store!, runId);
     expect(atKill.filter((e) => e.type === 'RunCompleted')).toHaveLength(0);
     expect(atKill.some((e) => e.type === 'StepStarted' && e.data.step === 1)).toBe(true);
+    expect(atKill.filter((e) => e.type === 'StepCompleted').length).toBeLessThan(SHAPE.steps);
     await optimization.kill();
     await optimization.start();
     await submitted;
