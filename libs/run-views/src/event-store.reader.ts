@@ -80,7 +80,7 @@ export class EventStoreRunViews implements RunViewReader {
   }
 
   async step(runId: string, step: number): Promise<StepDetailView> {
-    const { own, events } = await this.stepEvents(runId, step, ['RolloutRequested', 'RolloutCompleted', 'RewardAssigned']);
+    const { own, events } = await this.stepEvents(runId, step, ['RolloutRequested', 'RolloutCompleted', 'RewardAssigned', 'RolloutDiscarded']);
     const ix = indexRun(events, runId);
     const row = stepTable(ix).find((s) => s.step === step)!;
     const groups = groupTable(ix, { step });
