@@ -1,6 +1,10 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from 'pg';
-import { ids, parseRunConfig, type RstarEvent, type RunConfig } from '@rstar/contracts';
+import { ids, type RstarEvent, type RunConfig } from '@rstar/contracts';
 import { connectRuntime, type Runtime } from '@rstar/runtime';
 import { IM_END, type GenerateRequest, type GenerateResult } from '@rstar/agent';
 import type { EngineAdapter } from '@rstar/engines';
@@ -8,9 +12,10 @@ import type { TrainingBatch } from '@rstar/grpo';
 import { Tokenizer } from '@rstar/policy';
 import { verifyRun } from '@rstar/replay';
 import { SandboxPool } from '@rstar/sandbox';
-import { OptimizationHandler, readRunEvents, resumePoint, RunStoppedError, runEventSource, type PromptSource, type Trainer } from '@rstar/step-driver';
+import { OptimizationHandler, readRunEvents, resumePoint, RunStoppedError, runEventSource, type Trainer } from '@rstar/step-driver';
 import { startRolloutServices } from '@rstar/training';
 import { until } from '@rstar/testing';
+import { asyncTestConfig, asyncTestPrompts } from '../support/async-step-driver';
 
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
 const NATS_URL = process.env.RSTAR_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -19,7 +24,7 @@ const PROMPTS = 2;
 const SAMPLES = 4;
 const tag = `asyncst${process.pid}${Date.now().toString(36)}`;
 const tok = new Tokenizer();
-const prompts: PromptSource = { size: 32, get: (i) => ({ promptId: `q${i}`, problem: `What is 6*7? (variant ${i})`, gold: '42' }) };
+const prompts = asyncTestPrompts;
 
 /** An engine that answers each turn after `ms`: `\boxed{42}` for even samples, `\boxed{41}` for odd (every group has both rewards). */
 class ScriptedEngine implements EngineAdapter {
@@ -101,11 +106,7 @@ describe('async GRPO over JetStream + Postgres (in one process)', () => {
     await c.end();
   }, 60_000);
 
-  const configOf = (eta: number): RunConfig => parseRunConfig({
-    name: `async-${eta}`, seed: 40 + eta, policy: { model: { context: 512 } },
-    stages: [{ name: 'rl', steps: STEPS, promptsPerStep: PROMPTS, groupSize: 2, oversample: 2, maxResponseTokens: 128, maxTurns: 2, lr: 1e-3 }],
-    async: { maxStaleness: eta },
-  });
+  const configOf = (eta: number): RunConfig => asyncTestConfig(eta, STEPS);
 
   async function archived(runId: string): Promise<RstarEvent[]> {
     await runtime.flush();
@@ -175,6 +176,39 @@ describe('async GRPO over JetStream + Postgres (in one process)', () => {
       expect(new Set(trained).size, 'no rollout trained twice').toBe(trained.length);
     } finally {
       await services.stop();
+    }
+    const events = await archived(runId);
+    expectBounded(events, 1);
+    const report = await verifyRun(events);
+    expect(report.differences.filter((d) => d.deterministic).map((d) => d.message)).toEqual([]);
+  }, 300_000);
+  it('η = 1: the step driver process SIGKILLed mid-window and restarted; the run completes, no rollout trained twice or lost, bound holds', async () => {
+    const runId = ids.newRun();
+    const config = asyncTestConfig(1, STEPS);
+    const dir = mkdtempSync(join(tmpdir(), 'rstar-async-kill-'));
+    const trainedFile = join(dir, 'trained.jsonl');
+    const services = await startRolloutServices({ bus: runtime.bus, store: runtime.store, runId, config, sandbox, engines: [new ScriptedEngine(60)], tokenizer: tok });
+    const driver = () => spawn(process.execPath, ['--import', 'tsx', resolve(__dirname, '../support/async-step-driver.ts')], {
+      cwd: resolve(__dirname, '../..'), stdio: ['ignore', 'inherit', 'inherit'],
+      env: { ...process.env, ASYNC_TAG: tag, ASYNC_RUN: runId, ASYNC_NATS: NATS_URL, ASYNC_PG: PG_URL, ASYNC_ETA: '1', ASYNC_STEPS: String(STEPS), ASYNC_TRAINED: trainedFile, RSTAR_LOG_LEVEL: 'warn' },
+    });
+    const exited = (c: ReturnType<typeof spawn>) => new Promise<number | string | null>((r) => c.on('exit', (code, sig) => r(code ?? sig)));
+    try {
+      const first = driver();
+      const firstExit = exited(first);
+      await until(async () => ((await readRunEvents(runtime.store, runId, ['PolicyUpdated'])).length > 0 ? true : undefined), 'the first PolicyUpdated archived', { timeoutMs: 150_000, everyMs: 50 });
+      first.kill('SIGKILL');
+      expect(await firstExit).toBe('SIGKILL');
+      const cut = await archived(runId);
+      expect(cut.filter((e) => e.type === 'RunCompleted')).toHaveLength(0);
+      expect(resumePoint(cut).inFlight.size).toBeGreaterThanOrEqual(1);
+      const second = driver();
+      expect(await exited(second)).toBe(0);
+      const trained = readFileSync(trainedFile, 'utf8').trim().split('\n').flatMap((l) => JSON.parse(l) as string[]);
+      expect(new Set(trained).size, 'no rollout trained twice').toBe(trained.length);
+    } finally {
+      await services.stop();
+      rmSync(dir, { recursive: true, force: true });
     }
     const events = await archived(runId);
     expectBounded(events, 1);
