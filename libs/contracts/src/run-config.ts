@@ -188,7 +188,8 @@ export const RunConfigSchema = z.strictObject({
    * Bounded-staleness asynchronous RL (docs/design/protocol.md §8). `maxStaleness` η: while step s trains,
    * the rollouts of steps s+1..s+η are already requested, and a rollout started under policy version v is
    * trained at policy version <= v + η or discarded (`RolloutDiscarded`). 0 = the synchronous barrier.
-   * `partialRollouts`: engines continue in-flight turns under new weights instead of finishing them first.
+   * `partialRollouts`: whether engines may continue in-flight turns under new weights instead of finishing them
+   * first (the engines' side; the step driver's window and staleness bound do not depend on it).
    * Absent = synchronous (and absent rather than defaulted, so configs recorded without it stay byte-identical).
    */
   async: z
