@@ -296,6 +296,22 @@ export const StepOptimizedData = z.object({
   weightProbe: z.array(WeightProbeResult).optional(),
 });
 
+/**
+ * A completed, kept rollout that optimization left out of its step's batch (docs/design/protocol.md §10):
+ * `stale` = the policy version it started under (`policyVersion`) is more than `maxStaleness` (η) versions
+ * behind the trainer's version when its step trains (`trainPolicyVersion`); `staleness` is their difference.
+ */
+export const RolloutDiscardedData = z.object({
+  rolloutId: z.string(),
+  groupId: z.string(),
+  step: z.number().int().nonnegative(),
+  reason: z.enum(['stale']),
+  policyVersion: z.number().int().nonnegative(),
+  trainPolicyVersion: z.number().int().nonnegative(),
+  staleness: z.number().int().nonnegative(),
+  maxStaleness: z.number().int().nonnegative(),
+});
+
 export const PolicyUpdatedData = z.object({
   version: z.number().int().nonnegative(),
   checkpointUri: z.string(),
@@ -344,6 +360,7 @@ export const EVENT_CONTRACTS = {
   GroupResampled: { version: 1, subject: 'rstar.group.resampled', data: GroupResampledData },
   StepOptimized: { version: 1, subject: 'rstar.step.optimized', data: StepOptimizedData },
   PolicyUpdated: { version: 1, subject: 'rstar.policy.updated', data: PolicyUpdatedData },
+  RolloutDiscarded: { version: 1, subject: 'rstar.rollout.discarded', data: RolloutDiscardedData },
   StepCompleted: { version: 1, subject: 'rstar.step.completed', data: StepCompletedData },
   EvaluationCompleted: { version: 1, subject: 'rstar.eval.completed', data: EvaluationCompletedData },
   DeadLettered: { version: 1, subject: 'rstar.dlq', data: DeadLetteredData },

@@ -124,3 +124,19 @@ describe('run config errors name the field and the fix', () => {
     expect(e.message).toMatch(/only sglang engines/);
   });
 });
+
+describe('async.maxStaleness is a whole number of policy versions >= 0', () => {
+  it('negative, fractional or non-numeric: refused with a ConfigError naming async.maxStaleness and the fix', () => {
+    for (const bad of [-1, 0.5, '1']) {
+      const e = refused({ name: 'x', stages: [stage], async: { maxStaleness: bad } });
+      expect(e).toBeInstanceOf(ConfigError);
+      expect(e.code).toBe('invalid_config');
+      expect(e.field).toBe('async.maxStaleness');
+      expect(e.message).toContain('async.maxStaleness must be');
+    }
+  });
+  it('absent: no async section (configs recorded without it stay byte-identical); present: defaults filled', () => {
+    expect(parseRunConfig({ name: 'x', stages: [stage] }).async).toBeUndefined();
+    expect(parseRunConfig({ name: 'x', stages: [stage], async: { maxStaleness: 2 } }).async).toEqual({ maxStaleness: 2, partialRollouts: false });
+  });
+});

@@ -207,14 +207,6 @@ export const RunConfigSchema = z.strictObject({
     )
     .default([{ kind: 'builtin', url: null, kvCapacityTokens: null }]),
   scheduler: z.enum(['kv-budget', 'kv-adaptive', 'least-requests', 'round-robin']).default('kv-budget'),
-  /**
-   * Asynchronous rollouts. Absent = synchronous (and absent rather than defaulted, so configs recorded
-   * without it stay byte-identical). `partialRollouts`: a weight update arriving while a turn is generated
-   * interrupts the turn and continues it under the new weights, each stretch of tokens recording the policy
-   * version that sampled it (`TurnGenerated.segments`); needs engines that can interrupt a turn
-   * ({@link ENGINE_KINDS_WITH_PARTIAL_ABORT}). Default false: an update waits for in-flight rollouts.
-   */
-  async: z.strictObject({ partialRollouts: z.boolean().default(false) }).optional(),
   eval: z
     .strictObject({
       samples: z.number().int().min(1).default(1),
@@ -243,6 +235,27 @@ export const RunConfigSchema = z.strictObject({
       keepLast: z.number().int().min(1).optional(),
       every: z.number().int().min(1).optional(),
       exportEvery: z.number().int().min(1).optional(),
+    })
+    .optional(),
+  /**
+   * Bounded-staleness asynchronous RL (docs/design/protocol.md §10). `maxStaleness` η: while step s trains,
+   * the rollouts of steps s+1..s+η are already requested, and a rollout started under policy version v is
+   * trained at policy version <= v + η or discarded (`RolloutDiscarded`). 0 = the synchronous barrier.
+   * `partialRollouts`: a weight update arriving while a turn is generated interrupts the turn and continues it
+   * under the new weights, each stretch of tokens recording the policy version that sampled it
+   * (`TurnGenerated.segments`, protocol.md §8); needs engines that can interrupt a turn
+   * ({@link ENGINE_KINDS_WITH_PARTIAL_ABORT}). Default false: an update waits for in-flight rollouts. The step
+   * driver's window and staleness bound do not depend on it.
+   * Absent = synchronous (and absent rather than defaulted, so configs recorded without it stay byte-identical).
+   */
+  async: z
+    .strictObject({
+      maxStaleness: z
+        .number({ message: 'async.maxStaleness must be a whole number of policy versions >= 0 (0 = synchronous; 1 or 2 overlap rollouts with training)' })
+        .int({ message: 'async.maxStaleness must be a whole number of policy versions (0 = synchronous; 1 or 2 overlap rollouts with training), not a fraction' })
+        .min(0, { message: 'async.maxStaleness must be >= 0 policy versions (0 = synchronous; 1 or 2 overlap rollouts with training)' })
+        .default(0),
+      partialRollouts: z.boolean().default(false),
     })
     .optional(),
   /**

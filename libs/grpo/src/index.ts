@@ -8,3 +8,4 @@ export * from './training-batch.builder';
 export * from './batch-v2.writer';
 export * from './dynamic-sampling';
 export * from './decoupled-loss';
+export * from './staleness.filter';

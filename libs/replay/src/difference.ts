@@ -12,6 +12,7 @@ export type DifferenceKind =
   | 'tool_output'
   | 'batch'
   | 'checkpoint_hash'
+  | 'staleness'
   | 'missing_event';
 
 /** One recomputed value that differs from the recording, with the event and field it concerns. */

@@ -97,6 +97,10 @@ export function formatVerifyReport(r: VerifyReport): string {
   lines.push(
     `run ${r.runId} steps [${r.steps.join(', ')}]: checked ${c.rewards} rewards, ${c.groups} groups, ${c.batches} batches, ${c.toolCalls} tool calls, ${c.checkpoints} checkpoints` +
       ` (skipped ${s.rewards} rewards, ${s.groups} groups, ${s.toolCalls} tool calls, ${s.checkpoints} checkpoints)`,
+    ...r.staleness.map((st) => {
+      const max = Math.max(0, ...st.entered.map((e) => e.staleness));
+      return `step ${st.step}: ${st.entered.length} rollouts entered at trainer version ${st.trainPolicyVersion} (staleness max ${max}, η ${st.maxStaleness}), ${st.discarded.length} discarded as stale`;
+    }),
     ...r.notes.map((n) => `note: ${n}`),
     r.ok ? `OK: no deterministic difference (${r.differences.length} timing-dependent)` : `FAILED: ${r.deterministicDifferences} deterministic differences`,
   );

@@ -28,6 +28,8 @@ export interface RolloutRecord {
   calls: CallRecord[];
   completed: Recorded<EventData<'RolloutCompleted'>> | null;
   reward: Recorded<EventData<'RewardAssigned'>> | null;
+  /** Left out of its step's batch by optimization (bounded staleness, docs/design/protocol.md §10), or null. */
+  discarded: Recorded<EventData<'RolloutDiscarded'>> | null;
 }
 
 /** One group (one prompt of one step). */
@@ -98,7 +100,7 @@ export function indexRun(events: Iterable<RstarEvent>, runId?: string): RunIndex
   const rollout = (rolloutId: string, groupId: string, stepNo: number): RolloutRecord => {
     let r = ix.rollouts.get(rolloutId);
     if (!r) {
-      r = { rolloutId, groupId, step: stepNo, promptIdx: -1, sampleIdx: tail(rolloutId), requested: null, turns: [], calls: [], completed: null, reward: null };
+      r = { rolloutId, groupId, step: stepNo, promptIdx: -1, sampleIdx: tail(rolloutId), requested: null, turns: [], calls: [], completed: null, reward: null, discarded: null };
       ix.rollouts.set(rolloutId, r);
     }
     return r;
@@ -147,6 +149,7 @@ export function indexRun(events: Iterable<RstarEvent>, runId?: string): RunIndex
         break;
       }
       case 'RewardAssigned': rollout(e.data.rolloutId, e.data.groupId, e.data.step).reward = rec(e.data); break;
+      case 'RolloutDiscarded': rollout(e.data.rolloutId, e.data.groupId, e.data.step).discarded = rec(e.data); break;
       case 'GroupResampled': {
         const g = group(e.data.groupId, e.data.step);
         g.resampled = rec(e.data);

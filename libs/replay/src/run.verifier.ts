@@ -1,5 +1,5 @@
 import type { EventData, RstarEvent } from '@rstar/contracts';
-import { buildTrainingBatch, resampleGroup, type BatchGroup, type GroupRollout, type TrainingBatch } from '@rstar/grpo';
+import { buildTrainingBatch, resampleGroup, splitByStaleness, type BatchGroup, type GroupRollout, type TrainingBatch } from '@rstar/grpo';
 import type { Difference } from './difference';
 import { verifyRefill, verifyTimeout } from './group-outcome.verifier';
 import { indexRun, type GroupRecord, type RunIndex, type StepRecord } from './run.index';
@@ -62,6 +62,26 @@ export interface VerifyOptions {
   runId?: string;
 }
 
+/** One rollout of an async step (docs/design/protocol.md §8): the version that sampled it and its staleness when the step trained. */
+export interface StalenessEntry {
+  rolloutId: string;
+  policyVersion: number;
+  staleness: number;
+}
+
+/**
+ * Which rollouts entered one step's batch and which were discarded as stale, re-derived from the log:
+ * the kept rollouts of the step's groups split by `splitByStaleness` against the trainer's version
+ * before the step's update (`trainPolicyVersion`) and the run's η.
+ */
+export interface StepStaleness {
+  step: number;
+  trainPolicyVersion: number;
+  maxStaleness: number;
+  entered: StalenessEntry[];
+  discarded: StalenessEntry[];
+}
+
 /** What `verify` found. `ok` is true only when no deterministic difference was found. */
 export interface VerifyReport {
   runId: string;
@@ -70,6 +90,8 @@ export interface VerifyReport {
   skipped: { groups: number; rewards: number; toolCalls: number; batches: number; checkpoints: number };
   differences: Difference[];
   deterministicDifferences: number;
+  /** Async runs (η >= 1) and steps with a `RolloutDiscarded`: each step's entered and discarded rollouts with their staleness. */
+  staleness: StepStaleness[];
   notes: string[];
   ok: boolean;
   /** Wall time of each check in ms: re-grading, RoC re-decisions, batch rebuilds, re-execution, re-training. */
@@ -107,6 +129,7 @@ export async function verifyRun(events: Iterable<RstarEvent> | RunIndex, opts: V
     skipped: { groups: 0, rewards: 0, toolCalls: 0, batches: 0, checkpoints: 0 },
     differences: [],
     deterministicDifferences: 0,
+    staleness: [],
     notes: [],
     ok: true,
     timingsMs: { regrade: 0, resample: 0, batch: 0, execute: 0, retrain: 0 },
@@ -126,6 +149,7 @@ export async function verifyRun(events: Iterable<RstarEvent> | RunIndex, opts: V
       s.groupIds.forEach((gid) => verifyGroup(ix, ix.groups.get(gid)!, report));
       for (const d of verifyRefill(ix, s)) push(report, d);
     });
+    await timed('batch', () => verifyStaleness(ix, s, report));
     const batch = await timed('batch', () => verifyBatch(ix, s, report));
     const { execute, retrain } = opts;
     if (execute) await timed('execute', () => verifyToolCalls(ix, s, execute, opts.concurrency ?? 8, report));
@@ -269,6 +293,50 @@ function verifyGroup(ix: RunIndex, g: GroupRecord, report: VerifyReport): void {
   }
 }
 
+/** The run's η: `async.maxStaleness` of its recorded config (0 when absent or not recorded). */
+function maxStalenessOfRun(ix: RunIndex): number {
+  const a = (ix.started?.config as { async?: { maxStaleness?: unknown } } | undefined)?.async;
+  return typeof a?.maxStaleness === 'number' ? a.maxStaleness : 0;
+}
+
+/**
+ * Bounded staleness of one step (docs/design/protocol.md §8), re-decided from the log: the trainer's
+ * version before the step's update (StepOptimized.newPolicyVersion - 1; for a step that trained nothing,
+ * StepCompleted's policyVersion), each kept rollout's RolloutCompleted.policyVersion and the run's η go
+ * through `splitByStaleness`; the stale ones must be exactly the recorded `RolloutDiscarded` (with the same
+ * staleness), and no rollout that entered the batch may be staler than η. Synchronous runs without a
+ * discard are not listed.
+ */
+function verifyStaleness(ix: RunIndex, s: StepRecord, report: VerifyReport): void {
+  const eta = maxStalenessOfRun(ix);
+  const kept = s.groupIds.flatMap((gid) => ix.groups.get(gid)!.resampled?.kept ?? []).map((id) => ix.rollouts.get(id)!).filter((r) => r?.completed);
+  const recorded = kept.filter((r) => r.discarded);
+  if (eta === 0 && recorded.length === 0) return;
+  const metricVersion = s.completed?.metrics.policyVersion;
+  const trainVersion = s.optimized ? s.optimized.newPolicyVersion - 1 : recorded[0]?.discarded?.trainPolicyVersion ?? (typeof metricVersion === 'number' ? metricVersion : null);
+  if (trainVersion === null) return; // the step has not trained yet
+  const split = splitByStaleness(kept.map((r) => ({ rolloutId: r.rolloutId, policyVersion: r.completed!.policyVersion })), trainVersion, eta);
+  report.staleness.push({ step: s.step, trainPolicyVersion: trainVersion, maxStaleness: eta, entered: split.fresh, discarded: split.stale });
+  const stale = new Map(split.stale.map((v) => [v.rolloutId, v]));
+  const base = { kind: 'staleness' as const, deterministic: true, step: s.step, cause: 'staleness_changed' };
+  for (const v of split.stale) {
+    const r = ix.rollouts.get(v.rolloutId)!;
+    const d = r.discarded;
+    if (!d) {
+      push(report, { ...base, eventId: r.completed!.eventId, field: 'policyVersion', groupId: r.groupId, rolloutId: v.rolloutId, recorded: null, recomputed: v.staleness,
+        message: `rollout ${v.rolloutId} sampled under policy version ${v.policyVersion} is ${v.staleness} versions behind the trainer's ${trainVersion} at step ${s.step} (η = ${eta}) but has no RolloutDiscarded: it was trained stale` });
+    } else if (d.staleness !== v.staleness || d.trainPolicyVersion !== trainVersion) {
+      push(report, { ...base, eventId: d.eventId, field: 'staleness', groupId: r.groupId, rolloutId: v.rolloutId, recorded: d.staleness, recomputed: v.staleness,
+        message: `${d.eventId}.staleness: ${d.staleness} (trainer at ${d.trainPolicyVersion}) -> ${v.staleness} (trainer at ${trainVersion})` });
+    }
+  }
+  for (const r of recorded) {
+    if (stale.has(r.rolloutId)) continue;
+    push(report, { ...base, eventId: r.discarded!.eventId, field: 'reason', groupId: r.groupId, rolloutId: r.rolloutId, recorded: r.discarded!.reason, recomputed: null,
+      message: `${r.discarded!.eventId}: rollout ${r.rolloutId} was discarded as stale, but at staleness ${trainVersion - r.completed!.policyVersion} it is within η = ${eta}` });
+  }
+}
+
 function short(id: string): string {
   return id.split(':').slice(-2).join(':');
 }
@@ -282,7 +350,8 @@ function verifyBatch(ix: RunIndex, s: StepRecord, report: VerifyReport): Trainin
     const rs = ix.groups.get(gid)!.resampled;
     if (!rs || rs.kept.length === 0) continue;
     const rollouts = [];
-    for (const id of rs.kept) {
+    // A kept rollout optimization discarded as stale never entered the batch (verifyStaleness checks that decision).
+    for (const id of rs.kept.filter((k) => !ix.rollouts.get(k)?.discarded)) {
       const c = ix.rollouts.get(id)?.completed;
       if (!c) {
         report.skipped.batches++;
@@ -292,7 +361,7 @@ function verifyBatch(ix: RunIndex, s: StepRecord, report: VerifyReport): Trainin
       }
       rollouts.push({ rolloutId: id, reward: rs.rewards[id], promptTokenIds: c.promptTokenIds, responseTokenIds: c.responseTokenIds, logprobs: c.logprobs, lossMask: c.lossMask });
     }
-    groups.push({ groupId: gid, rollouts });
+    if (rollouts.length) groups.push({ groupId: gid, rollouts });
   }
   report.checked.batches++;
   const batch = buildTrainingBatch(groups);
@@ -313,7 +382,8 @@ function verifyBatch(ix: RunIndex, s: StepRecord, report: VerifyReport): Trainin
 
 async function verifyCheckpoint(ix: RunIndex, s: StepRecord, batch: TrainingBatch, retrain: StepRetrainer, report: VerifyReport): Promise<void> {
   const o = s.optimized!;
-  const version = s.started?.policyVersion ?? o.newPolicyVersion - 1;
+  // The trainer's version before the update (an async step's rollouts were requested at an older one, StepStarted's).
+  const version = o.newPolicyVersion - 1;
   const start = version === 0 ? null : (ix.policyUpdates.find((p) => p.version === version) ?? undefined);
   if (start === undefined) {
     report.skipped.checkpoints++;
@@ -334,7 +404,7 @@ async function verifyCheckpoint(ix: RunIndex, s: StepRecord, batch: TrainingBatc
 async function recheckCheckpoint(s: StepRecord, batch: TrainingBatch, check: CheckpointChecker, report: VerifyReport): Promise<void> {
   const o = s.optimized!;
   const { eventId: _id, ...optimized } = o;
-  const found = await check({ step: s.step, batch, startVersion: s.started?.policyVersion ?? o.newPolicyVersion - 1, optimized });
+  const found = await check({ step: s.step, batch, startVersion: o.newPolicyVersion - 1, optimized });
   if (!found) {
     report.skipped.checkpoints++;
     return;

@@ -31,7 +31,7 @@ const STEP_TYPES: EventType[] = ['StepStarted', 'StepOptimized', 'StepCompleted'
 /** What the live feed reads (no token-carrying event). */
 const LIVE_TYPES: EventType[] = [...RUN_TYPES, 'RewardAssigned', 'GroupResampled', 'ToolCallCompleted'];
 /** A rollout stream's events without the turns (the step page and verify without re-execution need no turn). */
-const ROLLOUT_TYPES: EventType[] = ['RolloutRequested', 'RolloutCompleted', 'RewardAssigned', 'ToolCallRequested', 'ToolCallCompleted'];
+const ROLLOUT_TYPES: EventType[] = ['RolloutRequested', 'RolloutCompleted', 'RewardAssigned', 'RolloutDiscarded', 'ToolCallRequested', 'ToolCallCompleted'];
 /** Samples per prompt probed when a step's group size is not known yet. */
 const MAX_SAMPLES = 256;
 
@@ -80,7 +80,7 @@ export class EventStoreRunViews implements RunViewReader {
   }
 
   async step(runId: string, step: number): Promise<StepDetailView> {
-    const { own, events } = await this.stepEvents(runId, step, ['RolloutRequested', 'RolloutCompleted', 'RewardAssigned']);
+    const { own, events } = await this.stepEvents(runId, step, ['RolloutRequested', 'RolloutCompleted', 'RewardAssigned', 'RolloutDiscarded']);
     const ix = indexRun(events, runId);
     const row = stepTable(ix).find((s) => s.step === step)!;
     const groups = groupTable(ix, { step });
@@ -114,6 +114,7 @@ export class EventStoreRunViews implements RunViewReader {
         rolloutId: r.rolloutId, groupId: r.groupId, step: r.step, promptIdx: tail(r.groupId), sampleIdx: tail(r.rolloutId), promptId: c?.promptId ?? null,
         reward: r.reward, correct: r.correct, rule: r.rule,
         toolCalls: c?.toolCalls ?? null, toolErrors: c?.toolErrors ?? null, responseTokens: c?.responseTokens ?? null, truncated: c?.truncated ?? null, finishReason: c?.finishReason ?? null,
+        policyVersion: null, staleness: null, discarded: false,
         status: !g ? 'pending' : g.kept.includes(r.rolloutId) ? 'kept' : 'dropped',
       };
     });
@@ -229,6 +230,7 @@ export class EventStoreRunViews implements RunViewReader {
         return {
           rolloutId: e.data.rolloutId, groupId: e.data.groupId, step: e.data.step, promptIdx: tail(e.data.groupId), sampleIdx: tail(e.data.rolloutId), promptId: null,
           reward: e.data.reward, correct: e.data.correct, rule: e.data.rule, toolCalls: null, toolErrors: null, responseTokens: null, truncated: null, finishReason: null,
+          policyVersion: null, staleness: null, discarded: false,
           status: !g ? 'pending' : g.has(e.data.rolloutId) ? 'kept' : 'dropped',
         };
       }),
@@ -341,13 +343,21 @@ function headOf(runId: string, events: readonly ArchivedEvent[]): RunHeadRow {
   return { runId, started, finished, lastStarted, lastCompleted, stepsCompleted: completed, firstPosition: events[0]?.position.position ?? 0 };
 }
 
-/** Every rollout of the indexed step with its counters, in (prompt, sample) order (pure). */
+/**
+ * Every rollout of the indexed step with its counters, in (prompt, sample) order (pure). Staleness (docs/design/protocol.md §10)
+ * = the trainer's version before the step's update minus the version that sampled the rollout, once the step is optimized.
+ */
 function briefsOf(ix: RunIndex, groups: ReturnType<typeof groupTable>): RolloutBrief[] {
+  const optimized = ix.steps.find((s) => s.step === groups[0]?.step)?.optimized;
+  const trainVersion = optimized ? optimized.newPolicyVersion - 1 : null;
   return groups.flatMap((g) =>
     g.members.map((m): RolloutBrief => {
       const r = ix.rollouts.get(m.rolloutId)!;
       const c = r.completed;
       return {
+        policyVersion: c?.policyVersion ?? null,
+        staleness: c && trainVersion !== null ? trainVersion - c.policyVersion : (r.discarded?.staleness ?? null),
+        discarded: !!r.discarded,
         rolloutId: m.rolloutId, groupId: g.groupId, step: g.step, promptIdx: g.promptIdx, sampleIdx: m.sampleIdx, promptId: g.promptId,
         reward: m.reward, correct: r.reward?.correct ?? null, rule: r.reward?.rule ?? null,
         toolCalls: c?.toolCalls ?? null, toolErrors: c?.toolErrors ?? null, responseTokens: c?.responseTokenIds.length ?? null, truncated: c?.truncated ?? null, finishReason: c?.finishReason ?? null,

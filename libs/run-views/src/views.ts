@@ -108,6 +108,12 @@ export interface RolloutBrief {
   responseTokens: number | null;
   truncated: boolean | null;
   finishReason: string | null;
+  /** The policy version that sampled it (`RolloutCompleted`), null while it runs or in lists that skip it. */
+  policyVersion: number | null;
+  /** Versions it lagged the trainer when its step trained (docs/design/protocol.md §10); null before the step is optimized. */
+  staleness: number | null;
+  /** Left out of the batch as stale (`RolloutDiscarded`). */
+  discarded: boolean;
   status: 'kept' | 'dropped' | 'pending';
 }
 

@@ -66,7 +66,7 @@ export const BUS_ROLES: Readonly<Record<Principal, BusRole>> = {
     manageStream: true,
   },
   optimization: {
-    produces: ['RunCompleted', 'RunFailed', 'StepStarted', 'RolloutRequested', 'StepOptimized', 'PolicyUpdated', 'StepCompleted', 'EvaluationCompleted', 'DeadLettered'],
+    produces: ['RunCompleted', 'RunFailed', 'StepStarted', 'RolloutRequested', 'RolloutDiscarded', 'StepOptimized', 'PolicyUpdated', 'StepCompleted', 'EvaluationCompleted', 'DeadLettered'],
     subscriptions: [['RunStarted'], ['RolloutCompleted', 'GroupResampled']],
     durables: ['optimization-runs', 'optimization-steps'],
     watches: ['archiver', 'tool-execution', 'reward-grading', 'resampling', 'policy-serving-rollouts'],

@@ -24,6 +24,7 @@ const SAMPLE_DATA: { [T in EventType]: EventDataInput<T> } = {
     batchHash: 'b', newPolicyVersion: 1, checkpointUri: '/ckpt/1', checkpointHash: 'h1',
   },
   PolicyUpdated: { version: 1, checkpointUri: '/ckpt/1', checkpointHash: 'h1' },
+  RolloutDiscarded: { rolloutId: 'rollout:r:2:0:1', groupId: 'group:r:2:0', step: 2, reason: 'stale', policyVersion: 0, trainPolicyVersion: 2, staleness: 2, maxStaleness: 1 },
   StepCompleted: { step: 0, stage: 'rl', metrics: { reward: 1 } },
   EvaluationCompleted: { name: 'held-out', afterStep: 0, policyVersion: 0, passAt1: 0.5, prompts: 1, samples: 1 },
   DeadLettered: { subject: 'rstar.x', consumer: 'c', reason: 'test', field: null, payload: '{}' },

@@ -118,6 +118,7 @@ function RolloutsOfStep({ d, runId, outcome, setOutcome }: { d: StepDetailView; 
     { header: 'tool calls', width: '90px', align: 'right', cell: (r) => (r.toolCalls === null ? '-' : `${r.toolCalls}${r.toolErrors ? ` (${r.toolErrors} err)` : ''}`) },
     { header: 'tokens', width: '70px', align: 'right', cell: (r) => fmt.num(r.responseTokens) },
     { header: 'finish', width: '100px', cell: (r) => `${r.finishReason ?? '-'}${r.truncated ? ' ✂' : ''}` },
+    { header: 'policy · staleness', width: '130px', align: 'right', cell: (r) => (r.policyVersion === null ? '-' : <>v{r.policyVersion} · {r.staleness ?? '-'}{r.discarded && <> <Chip kind="dropped">stale</Chip></>}</>) },
     { header: 'RoC', width: '80px', cell: (r) => <Chip kind={r.status}>{r.status}</Chip> },
   ], [runId]);
   return (

@@ -1,9 +1,9 @@
 import { join } from 'node:path';
 import { groupTimeoutBudgetS, ids, makeEvent, streams, type EventData, type RstarEvent, type RunConfig, RstarError } from '@rstar/contracts';
 import type { EventBus, Subscription } from '@rstar/messaging';
-import { buildTrainingBatch, type BatchGroup } from '@rstar/grpo';
+import { buildTrainingBatch, splitByStaleness, type BatchGroup, type StalenessVerdict } from '@rstar/grpo';
 import type { PromptSource, RunEventSource, Trainer, TrainStepMetrics, WeightSync } from './ports';
-import { pickPrompts, samplingSeed, stageOf, totalSteps } from './step.plan';
+import { maxStalenessOf, pickPrompts, samplingSeed, stageOf, totalSteps } from './step.plan';
 import { resumePoint, type ResumePoint } from './run.resume';
 import { StepCollector } from './step.collector';
 import { GroupRefill } from './group.refill';
@@ -83,12 +83,30 @@ const PRODUCER = 'optimization';
  * `RunStarted` and `RunCompleted`/`RunFailed`. Every event id is deterministic, so a resumed run
  * re-emits the same ids and the bus drops the copies; `resumePoint` over the run's events says where to
  * go on. A step whose groups were all dropped trains nothing and emits no policy update.
+ *
+ * Bounded staleness (`async.maxStaleness` η >= 1, docs/design/protocol.md §10): before waiting for step
+ * s's groups the driver requests steps s+1..s+η too (each at the policy version it holds then), so the
+ * engines generate them while s trains; when s trains, a kept rollout started under a version more than
+ * η behind the trainer's is left out of the batch with a `RolloutDiscarded`. With η = 0 every step is
+ * requested only after the previous one completed: the synchronous barrier, unchanged.
  */
+/** A requested step: its group ids (extra groups appended as they are requested) and its dynamic sampling. */
+interface StepRequests {
+  groupIds: string[];
+  refill: GroupRefill;
+  /** The `RolloutRequested` events of group `promptIdx` on prompt `poolIdx` of this step. */
+  requestsOf: (poolIdx: number, promptIdx: number) => RstarEvent<'RolloutRequested'>[];
+}
+
 export class OptimizationHandler {
   private readonly collector: StepCollector;
   private sub: Subscription | null = null;
   private stopped = false;
   private readonly now: () => number;
+  /** Steps whose rollouts are requested (this process or, resumed, the log): their group ids. */
+  private readonly requested = new Map<number, StepRequests>();
+  /** Prompt index of each prompt id in the pool (built on first use, to re-issue a recorded step). */
+  private poolIndex: Map<string, number> | null = null;
 
   constructor(
     private readonly bus: EventBus,
@@ -134,6 +152,7 @@ export class OptimizationHandler {
     }
     if (resume.finished) return { runId, steps: resume.nextStep, policyVersion: trainer.version, history };
     let step = resume.nextStep;
+    this.requested.clear();
     try {
       for (; step < total; step++) {
         const m = await this.runStep(step, resume);
@@ -161,49 +180,15 @@ export class OptimizationHandler {
   }
 
   private async runStepTraced(step: number, resume: ResumePoint, stepSpan: Span): Promise<RunSummary['history'][number]> {
-    const { config, runId, prompts, trainer } = this.deps;
+    const { config, runId, trainer } = this.deps;
     const { stage } = stageOf(config, step);
     const t0 = this.now();
     const stepKey = `${runId}:${step}`;
-    const exclude = stage.filterSolved
-      ? new Set(Array.from({ length: prompts.size }, (_, i) => i).filter((i) => resume.solvedPromptIds.has(prompts.get(i).promptId)))
-      : undefined;
-    const picked = pickPrompts({ runSeed: config.seed, step, poolSize: prompts.size, count: stage.promptsPerStep, exclude });
-    // Dynamic sampling (group.refill.ts): the prompts after `picked` in the same seeded order, for extra groups.
-    const maxExtraGroups = config.roc.maxExtraGroups ?? 0;
-    const extraPoolIdx = maxExtraGroups > 0
-      ? pickPrompts({ runSeed: config.seed, step, poolSize: prompts.size, count: stage.promptsPerStep + maxExtraGroups, exclude }).slice(picked.length)
-      : [];
-    const refill = new GroupRefill({ runId, step, base: picked.length, extraPoolIdx, maxExtraGroups });
-    const policyVersion = trainer.version;
-    const samples = stage.groupSize * stage.oversample;
-    const groupIds = picked.map((_, promptIdx) => ids.group(runId, step, promptIdx));
-    const started = this.event('StepStarted', streams.step(runId, step), stepKey, {
-      step, stage: stage.name, promptIds: picked.map((i) => prompts.get(i).promptId), policyVersion,
-    });
-    const timeoutS = groupTimeoutBudgetS(config, stage);
-    const requestsOf = (poolIdx: number, promptIdx: number) => {
-      const p = prompts.get(poolIdx);
-      return Array.from({ length: samples }, (_, sampleIdx) => {
-        const rolloutId = ids.rollout(runId, step, promptIdx, sampleIdx);
-        return makeEvent('RolloutRequested', {
-          runId, streamId: streams.rollout(rolloutId), key: rolloutId, producer: PRODUCER, causedBy: started,
-          data: {
-            rolloutId, groupId: groupIds[promptIdx], step, promptIdx, sampleIdx, promptId: p.promptId, problem: p.problem, gold: p.gold,
-            samplingParams: { temperature: stage.temperature, topP: stage.topP, seed: samplingSeed(config.seed, step, promptIdx, sampleIdx) },
-            budget: { maxTokens: stage.maxResponseTokens, maxTurns: stage.maxTurns },
-            tool: config.tool.name, policyVersion, ...this.deps.rolloutExtras, ...(config.async?.partialRollouts ? { partialRollouts: true } : {}),
-            resample: {
-              expected: samples, keep: stage.groupSize, mode: config.roc.enabled ? config.roc.mode : 'none',
-              runSeed: config.seed, timeoutS,
-            },
-          },
-        });
-      });
-    };
-    const requests = picked.flatMap((poolIdx, promptIdx) => requestsOf(poolIdx, promptIdx));
-    await this.bus.publish(started);
-    await this.publishRequests(requests, stepSpan);
+    const eta = maxStalenessOf(config);
+    // The window: this step and the η after it (never past the run's last step).
+    const last = Math.min(step + eta, totalSteps(config) - 1);
+    for (let t = step; t <= last; t++) if (!this.requested.has(t)) await this.requestStep(t, resume, stepSpan);
+    const { groupIds, refill, requestsOf } = this.requested.get(step)!;
 
     for (;;) {
       // Refill hook (group.refill.ts): extra groups for those dropped as all-equal; none when maxExtraGroups is 0.
@@ -220,12 +205,18 @@ export class OptimizationHandler {
     }
     const tRollouts = this.now();
     const groups = groupIds.map((g) => this.collector.groups.get(g)!);
-    for (const g of groups) if (g.groupDropped === 'all_equal' && Object.values(g.rewards).every((r) => r > 0)) resume.solvedPromptIds.add(g.promptId);
+    for (const g of groups) {
+      if (g.groupDropped === 'all_equal' && Object.values(g.rewards).every((r) => r > 0) && !resume.solvedPromptIds.has(g.promptId)) resume.solvedPromptIds.set(g.promptId, step);
+    }
+    // The trainer's version before this step's update (a step trained before a restart: the recorded one's).
+    const trainVersion = resume.optimizedNext && resume.optimizedNext.step === step ? resume.optimizedNext.newPolicyVersion - 1 : trainer.version;
+    const staleness = eta > 0 ? await this.discardStale(step, groups, trainVersion, eta) : null;
     const batchGroups: BatchGroup[] = groups
-      .filter((g) => g.kept.length > 0)
-      .map((g) => ({
+      .map((g) => ({ g, kept: staleness ? g.kept.filter((id) => !staleness.stale.has(id)) : g.kept }))
+      .filter(({ kept }) => kept.length > 0)
+      .map(({ g, kept }) => ({
         groupId: g.groupId,
-        rollouts: g.kept.map((id) => {
+        rollouts: kept.map((id) => {
           const r = this.collector.rollouts.get(id)!;
           return { rolloutId: id, reward: g.rewards[id], promptTokenIds: r.promptTokenIds, responseTokenIds: r.responseTokenIds, logprobs: r.logprobs, lossMask: r.lossMask };
         }),
@@ -271,9 +262,17 @@ export class OptimizationHandler {
     const metrics = stepMetrics({ groups, rollouts: this.collector.rollouts, train, timings, policyVersion: trainer.version });
     metrics.batchTokens = batch.tokens;
     Object.assign(metrics, refill.metrics(groups));
+    if (staleness) {
+      const ss = staleness.entered.map((v) => v.staleness);
+      metrics.maxStaleness = eta;
+      metrics.staleRolloutsDiscarded = staleness.stale.size;
+      metrics.stalenessMax = ss.length ? Math.max(...ss) : null;
+      metrics.stalenessMean = ss.length ? ss.reduce((a, b) => a + b, 0) / ss.length : null;
+    }
     await this.emit('StepCompleted', streams.step(runId, step), stepKey, { step, stage: stage.name, metrics });
     recordStepMetrics(runId, stage.name, step, metrics);
     this.collector.forget(groupIds);
+    this.requested.delete(step);
     return { step, stage: stage.name, metrics };
   }
 
@@ -293,6 +292,95 @@ export class OptimizationHandler {
       span.end();
     }
     await withoutActiveSpan(() => this.bus.publish(requests));
+  }
+
+  /**
+   * Publish step `step`'s `StepStarted` and its 2G `RolloutRequested` per prompt (each in a producer span
+   * `rollout` of its own trace, linked to `span`). A step on the log (`resume.inFlight`) is re-issued with
+   * its recorded prompts and policy version, so every event is identical to the first; otherwise the
+   * prompts are drawn (seeded) leaving out, in `filterSolved` stages, the prompts solved before step
+   * `step - η` (what the driver knew when it asked), at the trainer's current version. Also prepares the
+   * step's dynamic sampling (group.refill.ts): the prompts after the drawn ones in the same seeded order,
+   * for extra groups replacing those dropped as all-equal.
+   */
+  private async requestStep(step: number, resume: ResumePoint, span: Span): Promise<void> {
+    const { config, runId, prompts, trainer } = this.deps;
+    const { stage } = stageOf(config, step);
+    const eta = maxStalenessOf(config);
+    const recorded = resume.inFlight.get(step);
+    const known = [...resume.solvedPromptIds].filter(([, at]) => at < step - eta).map(([id]) => id);
+    const solved = new Set(known);
+    const exclude = stage.filterSolved
+      ? new Set(Array.from({ length: prompts.size }, (_, i) => i).filter((i) => solved.has(prompts.get(i).promptId)))
+      : undefined;
+    const picked = recorded
+      ? recorded.promptIds.map((id) => this.promptIndexOf(id))
+      : pickPrompts({ runSeed: config.seed, step, poolSize: prompts.size, count: stage.promptsPerStep, exclude });
+    const maxExtraGroups = config.roc.maxExtraGroups ?? 0;
+    const extraPoolIdx = maxExtraGroups > 0
+      ? pickPrompts({ runSeed: config.seed, step, poolSize: prompts.size, count: stage.promptsPerStep + maxExtraGroups, exclude }).slice(picked.length)
+      : [];
+    const refill = new GroupRefill({ runId, step, base: picked.length, extraPoolIdx, maxExtraGroups });
+    const policyVersion = recorded?.policyVersion ?? trainer.version;
+    const samples = stage.groupSize * stage.oversample;
+    const groupIds = picked.map((_, promptIdx) => ids.group(runId, step, promptIdx));
+    const started = this.event('StepStarted', streams.step(runId, step), `${runId}:${step}`, {
+      step, stage: stage.name, promptIds: picked.map((i) => prompts.get(i).promptId), policyVersion,
+    });
+    const timeoutS = groupTimeoutBudgetS(config, stage);
+    const requestsOf = (poolIdx: number, promptIdx: number): RstarEvent<'RolloutRequested'>[] => {
+      const p = prompts.get(poolIdx);
+      return Array.from({ length: samples }, (_, sampleIdx) => {
+        const rolloutId = ids.rollout(runId, step, promptIdx, sampleIdx);
+        return makeEvent('RolloutRequested', {
+          runId, streamId: streams.rollout(rolloutId), key: rolloutId, producer: PRODUCER, causedBy: started,
+          data: {
+            rolloutId, groupId: ids.group(runId, step, promptIdx), step, promptIdx, sampleIdx, promptId: p.promptId, problem: p.problem, gold: p.gold,
+            samplingParams: { temperature: stage.temperature, topP: stage.topP, seed: samplingSeed(config.seed, step, promptIdx, sampleIdx) },
+            budget: { maxTokens: stage.maxResponseTokens, maxTurns: stage.maxTurns },
+            tool: config.tool.name, policyVersion, ...this.deps.rolloutExtras, ...(config.async?.partialRollouts ? { partialRollouts: true } : {}),
+            resample: {
+              expected: samples, keep: stage.groupSize, mode: config.roc.enabled ? config.roc.mode : 'none',
+              runSeed: config.seed, timeoutS,
+            },
+          },
+        });
+      });
+    };
+    await this.bus.publish(started);
+    await this.publishRequests(picked.flatMap((poolIdx, promptIdx) => requestsOf(poolIdx, promptIdx)), span);
+    this.requested.set(step, { groupIds, refill, requestsOf });
+  }
+
+  /** The pool index of a recorded prompt id (a step re-issued after a restart). Throws when the pool lacks it. */
+  private promptIndexOf(promptId: string): number {
+    const { prompts } = this.deps;
+    if (!this.poolIndex) {
+      this.poolIndex = new Map();
+      for (let i = prompts.size - 1; i >= 0; i--) this.poolIndex.set(prompts.get(i).promptId, i);
+    }
+    const i = this.poolIndex.get(promptId);
+    if (i === undefined) throw new RstarError('prompt_not_in_pool', `the run's log names prompt ${promptId}, which its prompt pool does not hold (was the dataset changed since the run started?)`, 'data');
+    return i;
+  }
+
+  /**
+   * Bounded staleness of one step (docs/design/protocol.md §10): splits the groups' kept rollouts by
+   * {@link splitByStaleness} against `trainVersion` and publishes a `RolloutDiscarded` (id from the rollout,
+   * so a resumed driver re-publishes the same one) for each stale rollout. Returns the discarded ids and
+   * the verdicts of the rollouts that enter the batch.
+   */
+  private async discardStale(step: number, groups: readonly EventData<'GroupResampled'>[], trainVersion: number, eta: number): Promise<{ stale: Set<string>; entered: StalenessVerdict[] }> {
+    const { runId } = this.deps;
+    const kept = groups.flatMap((g) => g.kept.map((id) => ({ rolloutId: id, policyVersion: this.collector.rollouts.get(id)!.policyVersion })));
+    const split = splitByStaleness(kept, trainVersion, eta);
+    const groupOf = new Map(groups.flatMap((g) => g.kept.map((id) => [id, g.groupId] as const)));
+    const events = split.stale.map((v) => makeEvent('RolloutDiscarded', {
+      runId, streamId: streams.rollout(v.rolloutId), key: v.rolloutId, producer: PRODUCER,
+      data: { rolloutId: v.rolloutId, groupId: groupOf.get(v.rolloutId)!, step, reason: 'stale', policyVersion: v.policyVersion, trainPolicyVersion: trainVersion, staleness: v.staleness, maxStaleness: eta },
+    }));
+    if (events.length) await this.bus.publish(events);
+    return { stale: new Set(split.stale.map((v) => v.rolloutId)), entered: split.fresh };
   }
 
   private event<T extends 'StepStarted' | 'StepOptimized' | 'PolicyUpdated' | 'StepCompleted' | 'RunStarted' | 'RunCompleted' | 'RunFailed'>(

@@ -34,3 +34,11 @@ export function pickPrompts(o: { runSeed: number; step: number; poolSize: number
 export function samplingSeed(runSeed: number, step: number, promptIdx: number, sampleIdx: number): number {
   return parseInt(seedOf(runSeed, step, promptIdx, sampleIdx).slice(0, 8), 16) >>> 1;
 }
+
+/**
+ * The run's staleness bound η (`async.maxStaleness`, docs/design/protocol.md §10): how many policy versions
+ * a rollout may lag the trainer when its step trains. 0 (also when `async` is absent) = synchronous.
+ */
+export function maxStalenessOf(config: RunConfig): number {
+  return config.async?.maxStaleness ?? 0;
+}
