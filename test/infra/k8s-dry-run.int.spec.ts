@@ -1,10 +1,9 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../support/service-process';
-import { kustomizeCommand, render, type K8sObject } from '../support/k8s.rules';
+import { kustomizeCommand, render, renderComposed, type K8sObject } from '../support/k8s.rules';
 import { vendoredCrds } from '../support/k8s-schema';
 import { KubeApiserver, kubeApiserverMissing } from '../support/kube-apiserver';
 
@@ -33,19 +32,9 @@ const VARIANTS: { name: string; base: string; components: string[] }[] = [
 /** Render `base` with `components` added, as docs tell an operator to compose them. */
 function renderVariant(base: string, components: string[]): K8sObject[] {
   if (!components.length) return render(KUSTOMIZE!, join(REPO_ROOT, 'infra/k8s/overlays', base));
-  const dir = mkdtempSync(join(tmpdir(), 'rstar-k8s-dry-'));
-  try {
-    writeFileSync(join(dir, 'kustomization.yaml'), [
-      'apiVersion: kustomize.config.k8s.io/v1beta1',
-      'kind: Kustomization',
-      `resources: [${relative(dir, join(REPO_ROOT, 'infra/k8s/overlays', base))}]`,
-      `components: [${components.map((c) => relative(dir, join(REPO_ROOT, 'infra/k8s/components', c))).join(', ')}]`,
-      '',
-    ].join('\n'));
-    return render(KUSTOMIZE!, dir);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const { dir, objs } = renderComposed(KUSTOMIZE!, base, components);
+  rmSync(dir, { recursive: true, force: true });
+  return objs;
 }
 
 /**

@@ -1,13 +1,12 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ARCHIVE_LOGINS } from '@rstar/event-store';
 import { parseRunConfig } from '@rstar/contracts';
 import { loadRunConfig, overlayProblems } from '@rstar/step-driver';
 import { REPO_ROOT } from '../support/service-process';
-import { containersOf, gpuOf, kustomizeCommand, podTemplatesOf, render, ruleProblems, schemaError, type K8sObject } from '../support/k8s.rules';
+import { containersOf, gpuOf, kustomizeCommand, podTemplatesOf, render, renderComposed, ruleProblems, schemaError, type K8sObject } from '../support/k8s.rules';
 import { crdSource, kubernetesSchemaRoot, PUBLISHED_CRD_KINDS, StrictValidator } from '../support/k8s-schema';
 
 const KUSTOMIZE = kustomizeCommand();
@@ -42,16 +41,7 @@ const matches = (selector: Record<string, string>, labels: Record<string, string
 
 /** An overlay of our own in a temp dir: `resources` + `components`, as docs tell an operator to write. */
 function composed(base: string, components: string[]): { dir: string; objs: K8sObject[] } {
-  const dir = mkdtempSync(join(tmpdir(), 'rstar-k8s-'));
-  writeFileSync(join(dir, 'kustomization.yaml'), [
-    'apiVersion: kustomize.config.k8s.io/v1beta1',
-    'kind: Kustomization',
-    // kustomize takes only relative paths to other kustomizations.
-    `resources: [${relative(dir, join(REPO_ROOT, 'infra/k8s/overlays', base))}]`,
-    `components: [${components.map((c) => relative(dir, join(REPO_ROOT, 'infra/k8s/components', c))).join(', ')}]`,
-    '',
-  ].join('\n'));
-  return { dir, objs: render(KUSTOMIZE!, dir) };
+  return renderComposed(KUSTOMIZE!, base, components);
 }
 
 /**

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { REPO_ROOT } from './service-process';
 
@@ -36,6 +37,23 @@ export function render(cmd: string[], dir: string): K8sObject[] {
   return parseAllDocuments(r.stdout)
     .map((d) => d.toJS() as K8sObject | null)
     .filter((o): o is K8sObject => !!o);
+}
+
+/**
+ * Render overlay `base` with `components` added, in an overlay of our own in a temp dir (`resources` +
+ * `components`, as docs tell an operator to write one). Returns the folder (the caller removes it) and the objects.
+ */
+export function renderComposed(cmd: string[], base: string, components: string[]): { dir: string; objs: K8sObject[] } {
+  const dir = mkdtempSync(join(tmpdir(), 'rstar-k8s-'));
+  writeFileSync(join(dir, 'kustomization.yaml'), [
+    'apiVersion: kustomize.config.k8s.io/v1beta1',
+    'kind: Kustomization',
+    // kustomize takes only relative paths to other kustomizations.
+    `resources: [${relative(dir, join(REPO_ROOT, 'infra/k8s/overlays', base))}]`,
+    `components: [${components.map((c) => relative(dir, join(REPO_ROOT, 'infra/k8s/components', c))).join(', ')}]`,
+    '',
+  ].join('\n'));
+  return { dir, objs: render(cmd, dir) };
 }
 
 /** The model class module of an apiVersion (kubernetes-models for the API, @kubernetes-models/keda for KEDA). */

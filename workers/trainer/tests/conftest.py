@@ -7,7 +7,7 @@ import json
 import pytest
 
 from helpers import (  # noqa: F401 - re-exported for the test modules
-    FIXTURE, Proc, generate, http, py, random_sequences, sha256, wait_result, write_batch,
+    FIXTURE, Proc, generate, http, py, random_sequences, serve_trainer, sha256, wait_file, wait_result, write_batch,
 )
 
 

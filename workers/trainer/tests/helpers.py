@@ -141,3 +141,17 @@ def generate(url: str, ids: list[int], *, max_new: int, seed: int | None = None,
     sp = {"temperature": temperature, "max_new_tokens": max_new, **({"sampling_seed": seed} if seed is not None else {}), **extra}
     body = {"input_ids": ids, "sampling_params": sp, "return_logprob": True, **({"rid": rid} if rid else {})}
     return http("POST", f"{url}/generate", body)
+
+
+def serve_trainer(model: str, state, env=None) -> "Proc":
+    """A trainer worker on a free port over ``model`` with its state in ``state`` (one thread), listening."""
+    return Proc(py("rstar_trainer", "serve", "--model", model, "--port", "0", "--state-dir", str(state), "--threads", "1"), env=env).wait_listening()
+
+
+def wait_file(path: str, proc: "Proc", timeout: float = 300.0) -> None:
+    """Wait until ``path`` exists (a worker's hold marker); fails with the worker's stderr if it exits first."""
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        assert proc.p.poll() is None, "".join(proc.stderr)[-2000:]
+        assert time.monotonic() < deadline, f"{path} did not appear"
+        time.sleep(0.05)

@@ -9,23 +9,10 @@ import os
 
 from rstar_trainer.service import HOLD_ENV
 
-from conftest import Proc, http, py, random_sequences, wait_result, write_batch
+from conftest import http, random_sequences, serve_trainer, wait_file, wait_result, write_batch
 
 RUN = "run:crash"
 
-
-def _serve(model, state, env=None):
-    return Proc(py("rstar_trainer", "serve", "--model", model, "--port", "0", "--state-dir", str(state), "--threads", "1"), env=env).wait_listening()
-
-
-def _wait_file(path, proc, timeout=300.0):
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not os.path.exists(path):
-        assert proc.p.poll() is None, "".join(proc.stderr)[-2000:]
-        assert time.monotonic() < deadline, f"{path} did not appear"
-        time.sleep(0.05)
 
 
 def test_sigkill_mid_step_then_restart_trains_once(tiny_model, tmp_path):
@@ -35,7 +22,7 @@ def test_sigkill_mid_step_then_restart_trains_once(tiny_model, tmp_path):
 
     # Reference: the same two steps, never interrupted.
     ref_state = tmp_path / "ref"
-    ref = _serve(tiny_model, ref_state)
+    ref = serve_trainer(tiny_model, ref_state)
     try:
         for i in range(2):
             assert http("PUT", f"{ref.url}/v1/runs/{RUN}/steps/{i}", body(i))[0] == 202
@@ -47,16 +34,16 @@ def test_sigkill_mid_step_then_restart_trains_once(tiny_model, tmp_path):
     state = tmp_path / "state"
     hold = tmp_path / "hold"
     hold.mkdir()
-    w = _serve(tiny_model, state, env={HOLD_ENV: str(hold)})
+    w = serve_trainer(tiny_model, state, env={HOLD_ENV: str(hold)})
     open(hold / f"release-{RUN}-0", "w").close()  # step 0 commits normally
     assert http("PUT", f"{w.url}/v1/runs/{RUN}/steps/0", body(0))[0] == 202
     assert wait_result(w.url, RUN, 0)[0] == 200
     assert http("PUT", f"{w.url}/v1/runs/{RUN}/steps/1", body(1))[0] == 202
-    _wait_file(str(hold / f"held-{RUN}-1"), w)  # updated in memory, nothing committed
+    wait_file(str(hold / f"held-{RUN}-1"), w)  # updated in memory, nothing committed
     w.kill()
     assert not os.path.exists(state / "runs" / RUN / "versions" / "2.json")
 
-    w2 = _serve(tiny_model, state)  # no hold: the pending step is redone at start
+    w2 = serve_trainer(tiny_model, state)  # no hold: the pending step is redone at start
     try:
         s, r1 = wait_result(w2.url, RUN, 1)
         assert s == 200 and r1["attempts"] == 2 and r1["newPolicyVersion"] == 2
@@ -71,7 +58,7 @@ def test_sigkill_mid_step_then_restart_trains_once(tiny_model, tmp_path):
     finally:
         w2.kill()  # SIGKILL after the step finished
 
-    w3 = _serve(tiny_model, state)
+    w3 = serve_trainer(tiny_model, state)
     try:
         s, r1b = http("GET", f"{w3.url}/v1/runs/{RUN}/steps/1")
         assert s == 200 and r1b == r1  # nothing redone: attempts still 2

@@ -11,25 +11,12 @@ from rstar_trainer.checkpoints import CheckpointPolicy
 from rstar_trainer.errors import RequestError
 from rstar_trainer.service import HOLD_ENV
 
-from conftest import Proc, http, py, random_sequences, wait_result, write_batch
+from conftest import http, random_sequences, serve_trainer, wait_file, wait_result, write_batch
 
 RUN = "run:sharded"
 STEPS = 6
 POLICY = {"every": 2, "keepLast": 2, "exportEvery": 3}
 
-
-def _serve(model, state, env=None):
-    return Proc(py("rstar_trainer", "serve", "--model", model, "--port", "0", "--state-dir", str(state), "--threads", "1"), env=env).wait_listening()
-
-
-def _wait_file(path, proc, timeout=300.0):
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not os.path.exists(path):
-        assert proc.p.poll() is None, "".join(proc.stderr)[-2000:]
-        assert time.monotonic() < deadline, f"{path} did not appear"
-        time.sleep(0.05)
 
 
 def _versions_on_disk(path):
@@ -56,7 +43,7 @@ def test_sigkill_between_sharded_checkpoints_replays_and_keeps_last_two(tiny_mod
         return {"batchUri": batches[i][0], "batchHash": hashes[i], "policyVersion": i, "optimizer": {"lr": 1e-2},
                 "checkpoints": {**POLICY, "final": i == STEPS - 1}}
 
-    ref = _serve(tiny_model, tmp_path / "ref")
+    ref = serve_trainer(tiny_model, tmp_path / "ref")
     try:
         for i in range(STEPS):
             assert http("PUT", f"{ref.url}/v1/runs/{RUN}/steps/{i}", body(i))[0] == 202
@@ -67,7 +54,7 @@ def test_sigkill_between_sharded_checkpoints_replays_and_keeps_last_two(tiny_mod
 
     state, hold = tmp_path / "state", tmp_path / "hold"
     hold.mkdir()
-    w = _serve(tiny_model, state, env={HOLD_ENV: str(hold)})
+    w = serve_trainer(tiny_model, state, env={HOLD_ENV: str(hold)})
     for i in range(3):
         open(hold / f"release-{RUN}-{i}", "w").close()
         assert http("PUT", f"{w.url}/v1/runs/{RUN}/steps/{i}", body(i))[0] == 202
@@ -76,11 +63,11 @@ def test_sigkill_between_sharded_checkpoints_replays_and_keeps_last_two(tiny_mod
     run_dir = state / "runs" / RUN
     assert _versions_on_disk(run_dir / "model") == [2] and _versions_on_disk(run_dir / "optimizer") == [2]
     assert http("PUT", f"{w.url}/v1/runs/{RUN}/steps/3", body(3))[0] == 202
-    _wait_file(str(hold / f"held-{RUN}-3"), w)  # version 4 in memory, nothing committed
+    wait_file(str(hold / f"held-{RUN}-3"), w)  # version 4 in memory, nothing committed
     w.kill()
     assert not (run_dir / "versions" / "4.json").exists()
 
-    w2 = _serve(tiny_model, state)  # restarts from v2's sharded checkpoint, replays step 2, retrains step 3
+    w2 = serve_trainer(tiny_model, state)  # restarts from v2's sharded checkpoint, replays step 2, retrains step 3
     try:
         s, r3 = wait_result(w2.url, RUN, 3)
         assert s == 200, r3
@@ -119,7 +106,7 @@ def test_replay_that_gives_other_weights_fails_the_step(tiny_model, tmp_path):
         return {"batchUri": batches[i][0], "batchHash": hashes[i], "policyVersion": i, "optimizer": {"lr": 1e-2}, "checkpoints": {"every": 2}}
 
     state = tmp_path / "state"
-    w = _serve(tiny_model, state)
+    w = serve_trainer(tiny_model, state)
     try:
         for i in range(3):
             assert http("PUT", f"{w.url}/v1/runs/{run}/steps/{i}", body(i))[0] == 202
@@ -131,7 +118,7 @@ def test_replay_that_gives_other_weights_fails_the_step(tiny_model, tmp_path):
     doc = json.loads(vpath.read_text())
     doc["weightsDigest"] = "0" * 64
     vpath.write_text(json.dumps(doc))
-    w2 = _serve(tiny_model, state)
+    w2 = serve_trainer(tiny_model, state)
     try:
         assert http("PUT", f"{w2.url}/v1/runs/{run}/steps/3", body(3))[0] == 202
         s, r = wait_result(w2.url, run, 3)
