@@ -66,8 +66,9 @@ class Request:
 
 @dataclass
 class WeightUpdate:
-    """A weight load (``path``) or, with ``op`` set, another change of the model (memory release/resume)
-    that the scheduler thread runs once no request is running."""
+    """A weight load (``path``) or, with ``op`` set, another change of the model (weights received over
+    torch.distributed, a memory release/resume) that the scheduler thread runs once no request is running;
+    ``op()`` returns the answer."""
 
     path: str
     version: str | None
@@ -75,8 +76,6 @@ class WeightUpdate:
     op: object | None = None
     done: threading.Event = field(default_factory=threading.Event)
     result: dict | None = None
-    # Set: an update that is not a disk load (weights over torch.distributed); it returns the answer.
-    fn: object | None = None
 
 
 class Scheduler:
@@ -193,7 +192,11 @@ class Scheduler:
         """Load new weights between steps (SGLang's ``/update_weights_from_disk``; with ``fn``, whatever
         ``fn()`` does, e.g. receive them over torch.distributed, returning the answer): new requests wait;
         running ones finish first (or are aborted with ``abort_all``). Blocks until done."""
-        up = WeightUpdate(path=path, version=version, abort_all=abort_all, fn=fn)
+        def received() -> dict:
+            self._require_weights()
+            return fn()
+
+        up = WeightUpdate(path=path, version=version, abort_all=abort_all, op=received if fn is not None else None)
         with self.cv:
             if self.update is not None:
                 return {"success": False, "message": "another weight update is in progress", "num_paused_requests": 0}
@@ -433,14 +436,7 @@ class Scheduler:
 
     def _do_update(self, up: WeightUpdate, paused: int) -> None:
         try:
-            if up.op is not None:
-                res = up.op()
-            elif up.fn is not None:
-                if "weights" in self.released:
-                    raise MemoryReleasedError("the engine's weights are released; POST /resume_memory_occupation with tags [\"weights\"] before updating them", "model_path")
-                res = up.fn()
-            else:
-                res = self._load(up.path, up.version)
+            res = up.op() if up.op is not None else self._load(up.path, up.version)
             res["num_paused_requests"] = paused
         except (CheckpointIntegrityError, RequestError, MemoryReleasedError, OSError, ValueError) as e:
             res = {"success": False, "message": str(e), "num_paused_requests": paused,
@@ -451,11 +447,15 @@ class Scheduler:
             self.cv.notify_all()
         up.done.set()
 
+    def _require_weights(self) -> None:
+        """Weights can be updated only while they are allocated (not released to ``meta``)."""
+        if "weights" in self.released:
+            raise MemoryReleasedError("the engine's weights are released; POST /resume_memory_occupation with tags [\"weights\"] before updating them", "model_path")
+
     def _load(self, path: str, version: str | None, count: bool = True) -> dict:
         from safetensors.torch import load_file
 
-        if "weights" in self.released:
-            raise MemoryReleasedError("the engine's weights are released; POST /resume_memory_occupation with tags [\"weights\"] before updating them", "model_path")
+        self._require_weights()
 
         if not os.path.isdir(path):
             raise RequestError(f"model_path {path!r} is not a directory", "model_path")
