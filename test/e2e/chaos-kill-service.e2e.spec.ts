@@ -11,6 +11,7 @@ import { readRunEvents } from '@rstar/step-driver';
 import { submitRemoteRun } from '@rstar/training';
 import { freeLocalPort, until } from '@rstar/testing';
 import { createPrivateDatabase, ServiceProcess, startPrivateNats, type PrivateDatabase, type PrivateNats } from '../support/service-process';
+import { archiveCaughtUp } from '../support/archive-caught-up';
 
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
 // A small SFT checkpoint, trained once by the test support and cached under .rstar/cache (never committed).
@@ -135,14 +136,7 @@ describe('chaos: SIGKILL one service mid-run and restart it', () => {
       // RunCompleted is published last, but an event a killed archiver had fetched and not acked is
       // redelivered only after its ack wait, possibly after RunCompleted was stored: nothing lost or
       // doubled between the bus and the archive means every message the stream stored is archived once.
-      const archivedAll = await until(
-        async () => {
-          const [stored, archived] = [(await bus!.jsm.streams.info(bus!.stream)).state.messages, await store!.count()];
-          return stored === archived ? archived : undefined;
-        },
-        'the archive to hold every message of the stream',
-        { timeoutMs: 60_000, everyMs: 200 },
-      );
+      const archivedAll = await archiveCaughtUp(store!, bus!);
       expect(archivedAll).toBeGreaterThan(0);
       const events = await readRunEvents(store!, runId);
 

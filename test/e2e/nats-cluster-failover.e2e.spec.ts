@@ -14,6 +14,7 @@ import { createPrivateDatabase, type PrivateDatabase, type ServiceProcess } from
 import { NatsCluster } from '../support/nats-cluster';
 import { expectRunExactlyOnce } from '../support/run-exactly-once';
 import { shortRunConfig, startPipeline, stopPipeline, type PipelineService, type RunShape } from '../support/distributed-pipeline';
+import { archiveCaughtUp } from '../support/archive-caught-up';
 
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
 const SHAPE: RunShape = { steps: 2, prompts: 4, group: 2, oversample: 2 };
@@ -113,11 +114,7 @@ describe('NATS cluster: a node, then the stream leader, killed mid-run and resta
       await until(async () => (await archivedOf(runId, ['RunCompleted'])).length > 0 || undefined, `run ${runId}'s RunCompleted archived`, { timeoutMs: 60_000, everyMs: 200 });
       // Nothing lost or doubled between the bus and the archive: every message the stream stored is archived
       // once (events of both runs of this file; the archive's primary key is the event id).
-      const both = await until(async () => {
-        const info = await streamInfo();
-        const archived = await store!.count();
-        return info && info.state.messages === archived ? archived : undefined;
-      }, 'the archive to hold every message of the stream', { timeoutMs: 90_000, everyMs: 250 });
+      const both = await archiveCaughtUp(store!, async () => (await streamInfo())?.state.messages);
       expect(both).toBeGreaterThan(0);
       expectRunExactlyOnce(await archivedOf(runId), SHAPE);
       // The restarted node is a current replica again (it caught up from its peers).

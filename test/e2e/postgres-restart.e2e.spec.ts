@@ -14,6 +14,7 @@ import { startPrivateNats, type PrivateNats, type ServiceProcess } from '../supp
 import { PrivatePostgres } from '../support/private-postgres';
 import { expectRunExactlyOnce } from '../support/run-exactly-once';
 import { shortRunConfig, startPipeline, stopPipeline, type PipelineService, type RunShape } from '../support/distributed-pipeline';
+import { archiveCaughtUp } from '../support/archive-caught-up';
 
 const SHAPE: RunShape = { steps: 2, prompts: 4, group: 2, oversample: 2 };
 
@@ -97,10 +98,7 @@ describe('Postgres restart mid-run', () => {
 
     await submitted;
     await until(async () => (await archivedOf(runId, ['RunCompleted'])).length > 0 || undefined, `run ${runId}'s RunCompleted archived`, { timeoutMs: 90_000, everyMs: 200 });
-    const archived = await until(async () => {
-      const [stored, n] = [await streamMessages(), await store!.count()];
-      return stored === n ? n : undefined;
-    }, 'the archive to hold every message of the stream', { timeoutMs: 90_000, everyMs: 250 });
+    const archived = await archiveCaughtUp(store!, streamMessages);
     expect(archived).toBeGreaterThan(archivedAtStop);
     expectRunExactlyOnce(await archivedOf(runId), SHAPE);
     expect([controlPlane.starts, resampling.starts, optimization.starts]).toEqual([2, 2, 2]);

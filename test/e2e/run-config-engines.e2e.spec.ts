@@ -13,6 +13,7 @@ import { PolicyModel } from '@rstar/policy';
 import { startPrivateNats, type PrivateNats, type ServiceProcess } from '../support/service-process';
 import { PrivatePostgres } from '../support/private-postgres';
 import { shortRunConfig, startPipeline, stopPipeline, type PipelineService } from '../support/distributed-pipeline';
+import { archiveCaughtUp } from '../support/archive-caught-up';
 
 /** policy-serving's `/v1/engines`: the pool rollouts run on now. */
 interface EnginesView {
@@ -73,6 +74,8 @@ describe('remote runs use the run config over the services\' environment', () =>
     });
     const runId = ids.newRun();
     await submitRemoteRun(config, { bus, runId });
+    // The run ended on the bus; the archiver is its own consumer and can trail it (CI once read 5 of 8 here).
+    await archiveCaughtUp(store!, bus!);
     const completed = await readRunEvents(store!, runId, ['RolloutCompleted']);
     expect(completed.length).toBe(8);
     const view = await enginesView();

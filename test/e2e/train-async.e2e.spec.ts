@@ -14,6 +14,7 @@ import { SFT_CHECKPOINT_TIMEOUT_MS, ensureSftCheckpoint } from '../support/sft-c
 import { createPrivateDatabase, startPrivateNats, type PrivateDatabase, type PrivateNats, type ServiceProcess } from '../support/service-process';
 import { expectRunExactlyOnce } from '../support/run-exactly-once';
 import { shortRunConfig, startPipeline, stopPipeline, type PipelineService, type RunShape } from '../support/distributed-pipeline';
+import { archiveCaughtUp } from '../support/archive-caught-up';
 
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
 const SHAPE: RunShape = { steps: 3, prompts: 2, group: 2, oversample: 2 };
@@ -83,7 +84,7 @@ describe('async GRPO (bounded staleness) over JetStream + Postgres', () => {
   /** The run's archived events once RunCompleted is archived and the archive holds every message of the stream. */
   async function finished(runId: string): Promise<RstarEvent[]> {
     await until(async () => (await readRunEvents(store!, runId, ['RunCompleted', 'RunFailed'])).length > 0 || undefined, `run ${runId} finished`, { timeoutMs: 240_000, everyMs: 250 });
-    await until(async () => ((await bus!.jsm.streams.info(bus!.stream)).state.messages === (await store!.count()) ? true : undefined), 'the archive to hold every message of the stream', { timeoutMs: 60_000, everyMs: 200 });
+    await archiveCaughtUp(store!, bus!);
     return readRunEvents(store!, runId);
   }
 
