@@ -8,16 +8,23 @@ import { dropArchiveRolesSql } from '@rstar/event-store';
 import { JetStreamBus, securedBusOptionsFromEnv } from '@rstar/messaging';
 import { generateSecrets, type GeneratedSecrets, type Principal } from '@rstar/security';
 import { createLogger } from '@rstar/telemetry';
-import { freeLocalPort, natsServerVersion, sampleEvent, startNatsServer, until, type NatsServerProcess } from '@rstar/testing';
+import { readTopicToEnd } from '@rstar/kafka-export';
+import { freeLocalPort, kafkaMissing, natsServerVersion, sampleEvent, skipUnlessCi, startKafkaBroker, startNatsServer, until, type KafkaBroker, type NatsServerProcess } from '@rstar/testing';
 import { createPrivateDatabase, REPO_ROOT, ServiceProcess, type PrivateDatabase } from '../support/service-process';
 
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
 const version = natsServerVersion();
+// The control plane's Kafka export runs with the control plane's role too (CI always has Kafka).
+const noKafka = skipUnlessCi(kafkaMissing());
+const TOPIC = 'rstar.db-roles';
 
-/** Run the real CLI; resolves with its exit code and output. */
+/**
+ * Run the real CLI; resolves with its exit code and output. A wide bound: the CLI starts under tsx, and on
+ * a 2-core machine at load 24 `db roles` took 70 s (180 s was once too little while Kafka started beside it).
+ */
 function cli(args: string[]): { status: number | null; out: string } {
   const r = spawnSync(join(REPO_ROOT, 'node_modules/.bin/tsx'), ['libs/cli/src/main.ts', ...args], {
-    cwd: REPO_ROOT, encoding: 'utf8', timeout: 180_000, env: { ...process.env, RSTAR_LOG_LEVEL: 'warn' },
+    cwd: REPO_ROOT, encoding: 'utf8', timeout: 480_000, env: { ...process.env, RSTAR_LOG_LEVEL: 'warn' },
   });
   return { status: r.status, out: `${r.stdout}${r.stderr}` };
 }
@@ -42,11 +49,13 @@ async function failsWith(url: string, text: string): Promise<string | null> {
  * optimizer start with theirs on a secured stack (RSTAR_REQUIRE_AUTH, RSTAR_DB_MIGRATE=false) and do their work (archive,
  * project, read the open runs); none of those roles may do what only the migration role may (disable the
  * append-only trigger, use the migration flag, change a table), and `rstar db migrate` runs as that role.
+ * The control plane also runs the Kafka export with its role (`rstar db migrate` made the position table).
  */
 describe.skipIf(!version)('rstar db roles: each service starts with the URL printed for it, and only the migration role migrates', () => {
   let dir: string;
   let secrets: GeneratedSecrets;
   let nats: NatsServerProcess;
+  let kafka: KafkaBroker | undefined;
   let db: PrivateDatabase;
   let urls: Record<string, string>;
   const prefix = `dbr${process.pid}${Date.now().toString(36)}_`;
@@ -62,18 +71,19 @@ describe.skipIf(!version)('rstar db roles: each service starts with the URL prin
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'rstar-dbroles-'));
     secrets = generateSecrets({ outDir: join(dir, 'secrets') });
-    nats = await startNatsServer({ config: secrets.natsAuthConfig });
+    [nats, kafka] = await Promise.all([startNatsServer({ config: secrets.natsAuthConfig }), noKafka ? undefined : startKafkaBroker()]);
     await connectAs('control-plane');
     db = await createPrivateDatabase(PG_URL, `dbroles_${process.pid}_${Date.now()}`);
     const file = join(dir, 'db-urls.txt');
     const made = cli(['db', 'roles', '--database', db.url, '--prefix', prefix, '--passwords-out', file]);
     expect(made.status, made.out).toBe(0);
     urls = Object.fromEntries(readFileSync(file, 'utf8').trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
-  }, 240_000);
+  }, 600_000);
   afterAll(async () => {
     for (const s of services) await s.stop();
     for (const b of buses) await b.close().catch(() => undefined);
     await nats?.stop();
+    await kafka?.destroy();
     await db?.drop();
     await sql(PG_URL, dropArchiveRolesSql(prefix)).catch(() => undefined);
     if (dir) rmSync(dir, { recursive: true, force: true });
@@ -92,9 +102,12 @@ describe.skipIf(!version)('rstar db roles: each service starts with the URL prin
       RSTAR_NATS_URL: nats.url, RSTAR_DATABASE_URL: urls[login], RSTAR_DB_MIGRATE: 'false', RSTAR_REQUIRE_AUTH: 'true', RSTAR_SECRETS_DIR: secrets.principals[p].dir,
     });
     // optimization reaches its engines only when a run starts: an address nobody answers on is enough here.
-    const extra: Record<string, Record<string, string>> = { optimization: { RSTAR_ENGINES: 'builtin=http://127.0.0.1:9', RSTAR_CHECKPOINT_DIR: join(dir, 'ckpt') } };
+    const extra: Record<string, Record<string, string>> = {
+      optimization: { RSTAR_ENGINES: 'builtin=http://127.0.0.1:9', RSTAR_CHECKPOINT_DIR: join(dir, 'ckpt') },
+      'control-plane': kafka ? { RSTAR_KAFKA_BROKERS: kafka.broker, RSTAR_KAFKA_TOPIC: TOPIC, RSTAR_KAFKA_PARTITIONS: '1' } : {},
+    };
     for (const [p, login] of [['control-plane', 'control_plane'], ['resampling', 'resampling'], ['optimization', 'optimization']] as const) {
-      const svc = new ServiceProcess({ name: p, entry: `services/${p}/src/main.ts`, port: await freeLocalPort(), env: { ...env(p, login), ...extra[p] }, startTimeoutMs: 150_000 });
+      const svc = new ServiceProcess({ name: p, entry: `services/${p}/src/main.ts`, port: await freeLocalPort(), env: { ...env(p, login), ...extra[p] }, startTimeoutMs: 300_000 });
       services.push(svc);
       // start() resolves once /health/ready answers 200: Postgres (as this role), the read models and NATS are up.
       await svc.start();
@@ -105,6 +118,19 @@ describe.skipIf(!version)('rstar db roles: each service starts with the URL prin
     await until(async () => (await sql(db.url, `SELECT status FROM rstar_read.runs WHERE run_id = $1`, [runId]))[0]?.status === 'running', 'the run in the read models', { timeoutMs: 90_000 });
     expect((await sql(db.url, `SELECT count(*)::int AS n FROM rstar.events WHERE run_id = $1`, [runId]))[0].n).toBe(1);
     for (const s of services) expect(s.running, s.opts.name).toBe(true);
+    if (kafka) {
+      // The export reads the archive and stores its position with the control plane's role: the event reaches the topic.
+      const ids = await until(async () => {
+        const got = (await readTopicToEnd({ brokers: [kafka!.broker] }, TOPIC).catch(() => [])).map((m) => m.key);
+        return got.includes(runId) ? got : undefined;
+      }, 'the run exported to Kafka by the control plane with its own role', { timeoutMs: 120_000, everyMs: 500 });
+      expect(ids.filter((k) => k === runId)).toHaveLength(1);
+      expect((await sql(db.url, `SELECT events::int AS n FROM rstar.kafka_export_positions WHERE topic = $1`, [TOPIC]))[0]?.n).toBeGreaterThanOrEqual(1);
+      // The position row is the control plane's alone: other services' roles may not move it.
+      for (const login of ['resampling', 'optimization', 'operator']) {
+        expect(await failsWith(urls[login], `UPDATE rstar.kafka_export_positions SET events = 0`), login).toBe('42501');
+      }
+    }
 
     for (const login of ['control_plane', 'resampling', 'optimization', 'operator']) {
       const url = urls[login];
@@ -119,6 +145,6 @@ describe.skipIf(!version)('rstar db roles: each service starts with the URL prin
     // Migrations run as the migration role (nothing pending here), and not as a service's.
     const migrated = cli(['db', 'migrate', '--database', urls.owner]);
     expect(migrated.status, migrated.out).toBe(0);
-    expect(migrated.out).toMatch(/archive schema rstar is at migration \d+; read models in rstar_read are current/);
-  }, 400_000);
+    expect(migrated.out).toMatch(/archive schema rstar is at migration \d+; read models in rstar_read and the Kafka export's table are current/);
+  }, 900_000);
 });

@@ -121,9 +121,41 @@ END $$;
 ALTER DEFAULT PRIVILEGES FOR ROLE ${q(n.logins.owner)} IN SCHEMA ${q(readSchema)} GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON TABLES TO ${q(n.readModels)};
 ALTER DEFAULT PRIVILEGES FOR ROLE ${q(n.logins.owner)} IN SCHEMA ${q(readSchema)} GRANT USAGE ON SEQUENCES TO ${q(n.readModels)};
 ALTER DEFAULT PRIVILEGES FOR ROLE ${q(n.logins.owner)} IN SCHEMA ${q(readSchema)} GRANT SELECT ON TABLES TO ${q(n.reader)};
-`,
+-- The control plane's Kafka export keeps its position beside the archive: its login alone writes that row.`,
+    kafkaExportGrantsSql({ schema, prefix }),
   ];
   return parts.join('\n');
+}
+
+/**
+ * SQL (idempotent; a superuser or the migration role, which owns the tables) giving `<p>control_plane` what
+ * its Kafka export (libs/kafka-export) needs beside the archive: SELECT, INSERT and UPDATE on the export's
+ * position table and SELECT on its migrations table (to check they are current), and nothing to anyone
+ * else. A no-op for a table that does not exist yet (the export was never migrated) or a login that does not
+ * exist (roles not made). Part of {@link archiveRolesSql}; `rstar db migrate` runs it after creating the
+ * tables, so a deployment that enables the export later needs no new roles. @throws EventStoreConfigError
+ * for a bad schema or prefix.
+ */
+export function kafkaExportGrantsSql(o: Pick<ArchiveRolesOptions, 'schema' | 'prefix'> = {}): string {
+  const schema = o.schema ?? 'rstar';
+  const prefix = o.prefix ?? 'rstar_';
+  for (const [field, v] of [['schema', schema], ['prefix', `${prefix}x`]] as const) {
+    if (!IDENT.test(v)) throw new EventStoreConfigError(`"${field}" must be a lowercase identifier, got "${v}"`, field);
+  }
+  const login = archiveRoleNames(prefix).logins.control_plane;
+  const table = (t: string) => `"${schema}".${t}`;
+  return `
+DO $$ BEGIN
+  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${login}') THEN
+    IF to_regclass('${table('kafka_export_positions')}') IS NOT NULL THEN
+      EXECUTE 'REVOKE ALL ON ${table('kafka_export_positions')} FROM PUBLIC';
+      EXECUTE 'GRANT SELECT, INSERT, UPDATE ON ${table('kafka_export_positions')} TO "${login}"';
+    END IF;
+    IF to_regclass('${table('kafka_export_migrations')}') IS NOT NULL THEN
+      EXECUTE 'GRANT SELECT ON ${table('kafka_export_migrations')} TO "${login}"';
+    END IF;
+  END IF;
+END $$;`;
 }
 
 /** SQL that removes what {@link archiveRolesSql} made for `prefix` (run as a superuser after dropping the schemas). */

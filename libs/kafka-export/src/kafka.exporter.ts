@@ -2,10 +2,8 @@ import { Kafka, logLevel, Partitioners, type Admin, type KafkaConfig, type Messa
 import type { DataSource, QueryRunner } from 'typeorm';
 import { parseEvent, RstarError } from '@rstar/contracts';
 import { LogFollower } from '@rstar/event-store';
-import { openArchiveDataSource } from '@rstar/read-models';
 import { counter, createLogger, gauge, histogram, type Logger } from '@rstar/telemetry';
-import { ExportPositionEntity } from './export-position.entity';
-import { KafkaExport1764547300000 } from './migrations/1764547300000-kafka-export.migration';
+import { openExportPositions } from './export-positions.datasource';
 
 /** A setting of the export is wrong; `field` names it. */
 export class KafkaExportConfigError extends RstarError {
@@ -37,6 +35,11 @@ export interface KafkaExportOptions {
   connectionString: string;
   /** The archive's schema (default `rstar`); the export position lives beside it. */
   schema?: string;
+  /**
+   * Create the position table when missing (default true); false for a role that may not (the control plane
+   * with `RSTAR_DB_MIGRATE=false`): `rstar db migrate` creates it (see {@link openExportPositions}).
+   */
+  migrate?: boolean;
   /** Kafka bootstrap servers, `host:port`. */
   brokers: string[];
   /** One topic for every event, keyed by run id (default `rstar.events`). */
@@ -141,10 +144,7 @@ export class KafkaExporter {
    * exporter is the one exporting.
    */
   async connect(): Promise<void> {
-    this.ds ??= await openArchiveDataSource({
-      connectionString: this.opts.connectionString, schema: this.schema, poolSize: 2,
-      entities: [ExportPositionEntity], migrations: [KafkaExport1764547300000], migrationsTableName: 'kafka_export_migrations',
-    });
+    this.ds ??= await openExportPositions({ connectionString: this.opts.connectionString, schema: this.schema, migrate: this.opts.migrate });
     await this.acquireLock();
     this.admin = this.kafka.admin();
     await this.admin.connect();

@@ -43,6 +43,8 @@ export class KafkaExportWorker extends BackgroundWorker {
     const exporter = new KafkaExporter({
       connectionString: c('RSTAR_DATABASE_URL'),
       schema: c('RSTAR_DB_SCHEMA') || undefined,
+      // A least-privilege role (RSTAR_DB_MIGRATE=false) may not create the position table: `rstar db migrate` does.
+      migrate: c('RSTAR_DB_MIGRATE') !== 'false',
       brokers: (c('RSTAR_KAFKA_BROKERS') as string).split(','),
       topic: c('RSTAR_KAFKA_TOPIC'),
       partitions: c('RSTAR_KAFKA_PARTITIONS'),

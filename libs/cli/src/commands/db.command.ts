@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { Client } from 'pg';
-import { ARCHIVE_LOGINS, archiveRoleNames, archiveRolesSql, EventStore, LATEST_MIGRATION } from '@rstar/event-store';
+import { ARCHIVE_LOGINS, archiveRoleNames, archiveRolesSql, EventStore, kafkaExportGrantsSql, LATEST_MIGRATION } from '@rstar/event-store';
 import { ReadModels, readModelSchemaOf } from '@rstar/read-models';
 import { CliInputError } from '../cli.errors';
 
@@ -12,19 +12,33 @@ function databaseUrl(o: { database?: string }): string {
   return url;
 }
 
-/** Apply the archive's migrations and the read models' (schema `<schema>_read`) as the role of `url`. */
-async function migrateAll(url: string, schema: string): Promise<void> {
+/**
+ * Apply the archive's migrations, the read models' (schema `<schema>_read`) and the Kafka export's position
+ * table (beside the archive; libs/kafka-export) as the role of `url`, then give `<prefix>control_plane` its
+ * rights on the export's table where that login exists (`kafkaExportGrantsSql`): the control plane runs the
+ * export with its own role, which may not create tables.
+ */
+async function migrateAll(url: string, schema: string, prefix: string): Promise<void> {
   const store = await EventStore.connect({ connectionString: url, schema, maxConnections: 1 });
   await store.close();
   const rm = await ReadModels.open({ connectionString: url, schema, poolSize: 1 });
   await rm.close();
+  // Loaded here: the export's module brings kafkajs, which no other CLI command needs.
+  const { openExportPositions } = await import('@rstar/kafka-export');
+  const positions = await openExportPositions({ connectionString: url, schema, poolSize: 1 });
+  try {
+    await positions.query(kafkaExportGrantsSql({ schema, prefix }));
+  } finally {
+    await positions.destroy();
+  }
 }
 
 /**
  * `rstar db migrate|roles`: the archive's schema and its least-privilege roles (docs/security.md).
- * - `migrate [--database URL] [--schema S]`: apply pending migrations of the archive (schema S) and of the
- *   read models (schema `S_read`), as the migration role (`<prefix>owner`, or a superuser the first time);
- *   services with `RSTAR_DB_MIGRATE=false` only check both are current.
+ * - `migrate [--database URL] [--schema S] [--prefix rstar_]`: apply pending migrations of the archive
+ *   (schema S), of the read models (schema `S_read`) and of the Kafka export's position table, as the
+ *   migration role (`<prefix>owner`, or a superuser the first time); services with `RSTAR_DB_MIGRATE=false`
+ *   only check they are current.
  * - `roles [--database URL] [--schema S] [--prefix rstar_] [--passwords-out FILE] [--print]`: create or
  *   update the roles (`archiveRolesSql`; as a superuser), each login with a new random password, and
  *   write each service's connection URL to FILE (0600); `--print` only prints the SQL.
@@ -36,9 +50,10 @@ export function register(program: Command): void {
     .description('apply pending migrations of the archive and the read models (as the migration role)')
     .option('--database <url>', 'Postgres URL of the migration role (default env RSTAR_DATABASE_URL)')
     .option('--schema <name>', 'event-store schema', 'rstar')
-    .action(async (o: { database?: string; schema: string }) => {
-      await migrateAll(databaseUrl(o), o.schema);
-      process.stdout.write(`archive schema ${o.schema} is at migration ${LATEST_MIGRATION}; read models in ${readModelSchemaOf(o)} are current\n`);
+    .option('--prefix <prefix>', 'role name prefix of `rstar db roles` (the control plane login gets the Kafka export table)', 'rstar_')
+    .action(async (o: { database?: string; schema: string; prefix: string }) => {
+      await migrateAll(databaseUrl(o), o.schema, o.prefix);
+      process.stdout.write(`archive schema ${o.schema} is at migration ${LATEST_MIGRATION}; read models in ${readModelSchemaOf(o)} and the Kafka export's table are current\n`);
     });
 
   db.command('roles')
@@ -58,7 +73,7 @@ export function register(program: Command): void {
       const names = archiveRoleNames(o.prefix);
       const passwords = Object.fromEntries(ARCHIVE_LOGINS.map((l) => [l, randomBytes(24).toString('base64url')]));
       // The schemas and their tables must exist before they can be handed to the migration role.
-      await migrateAll(url, o.schema);
+      await migrateAll(url, o.schema, o.prefix);
       const c = new Client({ connectionString: url });
       await c.connect();
       try {
