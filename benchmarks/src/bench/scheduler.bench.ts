@@ -527,6 +527,8 @@ export async function run(args: string[]): Promise<object> {
     sim_makespan_ratio_kv_vs_least_requests: sim['kv-budget'].makespanS / sim['least-requests'].makespanS,
     reference_makespan_ratio_kv_vs_least_requests: ref ? ref['kv-budget'].makespanS / ref['least-requests'].makespanS : null,
     reference_makespan_ratio_adaptive_vs_least_requests: ref ? ref['kv-adaptive'].makespanS / ref['least-requests'].makespanS : null,
+    reference_forward_passes_ratio_kv_vs_least_requests: ref ? ref['kv-budget'].forwardPassesMax / ref['least-requests'].forwardPassesMax : null,
+    reference_forward_passes_ratio_adaptive_vs_least_requests: ref ? ref['kv-adaptive'].forwardPassesMax / ref['least-requests'].forwardPassesMax : null,
     reference_retractions_kv_budget: ref ? ref['kv-budget'].retractions : null,
     reference_retractions_kv_adaptive: ref ? ref['kv-adaptive'].retractions : null,
     reference_retractions_least_requests: ref ? ref['least-requests'].retractions : null,
@@ -536,7 +538,9 @@ export async function run(args: string[]): Promise<object> {
     latency_model: lat,
     notes:
       'real: built-in engines share this process (one CPU thread), so engines do not compute in parallel; every policy is sticky per rollout in the pool. ' +
-      'reference: reference engines (workers/trainer, hf-tiny, one torch thread each, separate processes) admit optimistically and retract past their KV capacity; retractions are the engines\' own counters, averaged over rounds. ' +
+      'reference: reference engines (workers/trainer, hf-tiny, one torch thread each, separate processes) admit optimistically and retract past their KV capacity (SGLang\'s rule; a retracted request is recomputed by a prefill of its prompt and output); retractions are the engines\' own counters, averaged over rounds after an unmeasured warm-up pass of the whole batch. ' +
+      'Each run submits the whole batch at once to one pool (one step\'s rollouts, as a synchronous step or an async window refilled at once sees them), not a stream of steps overlapping the trainer. ' +
+      'kv-adaptive admits by the projected KV peak (every rollout running to its budget, progress from the engine\'s observed KV usage), longest budget first, and backs off on retractions; forward_passes = model forward passes of the busiest engine, the makespan in engine work, which machine load does not move. ' +
       'sim: least-requests routes each turn (prefix cache lost on a move), kv-budget and round-robin are sticky; kv-budget reserves prompt + full budget.',
   };
 }

@@ -27,6 +27,24 @@ export interface ReferenceResult {
   /** Model tokens generated in the run (the same work under every policy; seeded sampling). */
   generatedTokens: number;
   turns: number;
+  /** Tokens the engines prefilled (prompts plus the recompute of retracted requests), from their counters. */
+  prefillTokens: number;
+  /** Tokens of KV the engines threw away on retraction (to be recomputed). */
+  retractedTokens: number;
+  /**
+   * Model forward passes (decode steps + prefill batches) of the busiest engine: the makespan in engine
+   * work, which the load of a shared machine does not change (a step of the tiny model costs about the
+   * same at batch 1 and 32 on a CPU, so fewer, fuller steps are the whole gain of batching).
+   */
+  forwardPassesMax: number;
+  /** Mean requests in an engine's running batch, over 50 ms samples of every engine's /metrics. */
+  meanRunning: number;
+  /** Mean share of an engine's KV capacity in use, same samples. */
+  meanKvShare: number;
+  /** Share of samples in which an engine had no running request. */
+  idleShare: number;
+  /** Mean requests waiting in an engine's own queue, same samples. */
+  meanEngineQueued: number;
 }
 
 /** Settings of the reference-engine part. */
@@ -53,6 +71,59 @@ function meanOf(runs: readonly ReferenceResult[]): ReferenceResult {
     waited: avg((r) => r.waited),
     generatedTokens: avg((r) => r.generatedTokens),
     turns: avg((r) => r.turns),
+    prefillTokens: avg((r) => r.prefillTokens),
+    retractedTokens: avg((r) => r.retractedTokens),
+    forwardPassesMax: avg((r) => r.forwardPassesMax),
+    meanRunning: avg((r) => r.meanRunning),
+    meanKvShare: avg((r) => r.meanKvShare),
+    idleShare: avg((r) => r.idleShare),
+    meanEngineQueued: avg((r) => r.meanEngineQueued),
+  };
+}
+
+/** A number from Prometheus text (`name value`), 0 when absent. */
+const counter = (text: string, name: string): number => Number(text.match(new RegExp(`^${name} (\\S+)$`, 'm'))?.[1] ?? 0);
+
+/** The engines' own counters: tokens prefilled (prompts + recompute) and retracted, summed; forward passes per engine. */
+async function tokenCounters(urls: readonly string[]): Promise<{ prefill: number; retracted: number; passes: number[] }> {
+  const texts = await Promise.all(urls.map(async (u) => (await fetch(`${u}/metrics`)).text()));
+  return {
+    prefill: texts.reduce((s, t) => s + counter(t, 'rstar_engine_prefill_tokens_total'), 0),
+    retracted: texts.reduce((s, t) => s + counter(t, 'rstar_engine_retracted_tokens_total'), 0),
+    passes: texts.map((t) => counter(t, 'rstar_engine_decode_steps_total') + counter(t, 'rstar_engine_prefill_batches_total')),
+  };
+}
+
+/** Samples every engine's running batch, KV usage and own queue every 50 ms until stopped. */
+function sampleEngines(adapters: readonly SglangAdapter[]): { stop: () => Promise<{ meanRunning: number; meanKvShare: number; idleShare: number; meanEngineQueued: number }> } {
+  let n = 0;
+  let running = 0;
+  let kv = 0;
+  let idle = 0;
+  let queued = 0;
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    void Promise.all(adapters.map((a) => a.loadStats().catch(() => null)))
+      .then((xs) => {
+        for (const x of xs) {
+          if (!x) continue;
+          n++;
+          running += x.runningRequests;
+          queued += x.queuedRequests;
+          kv += x.kvUsedTokens / (x.kvCapacityTokens ?? 1);
+          if (x.runningRequests === 0) idle++;
+        }
+      })
+      .finally(() => { busy = false; });
+  }, 50);
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      const d = n || 1;
+      return { meanRunning: running / d, meanKvShare: kv / d, idleShare: idle / d, meanEngineQueued: queued / d };
+    },
   };
 }
 
@@ -61,13 +132,15 @@ async function retractionsOf(adapters: readonly SglangAdapter[]): Promise<number
   return samples.reduce((s, x) => s + (x?.retractions ?? 0), 0);
 }
 
-async function runPolicy(policy: SchedulingPolicy, adapters: readonly SglangAdapter[], specs: readonly RolloutSpec[], tokenizer: ModelTokenizer, sandbox: SandboxPool): Promise<ReferenceResult> {
+async function runPolicy(policy: SchedulingPolicy, adapters: readonly SglangAdapter[], urls: readonly string[], specs: readonly RolloutSpec[], tokenizer: ModelTokenizer, sandbox: SandboxPool): Promise<ReferenceResult> {
   const pool = await EnginePool.create(adapters, policy, { probeIntervalMs: 0 });
   let peak = 1;
   const watch = setInterval(() => {
     for (const e of pool.scheduler.snapshot()) peak = Math.max(peak, e.admitFactor ?? 1);
   }, 20);
   const before = await retractionsOf(adapters);
+  const tokensBefore = await tokenCounters(urls);
+  const sampler = sampleEngines(adapters);
   const t0 = Date.now();
   try {
     const results = await runRolloutBatch(specs, {
@@ -76,6 +149,8 @@ async function runPolicy(policy: SchedulingPolicy, adapters: readonly SglangAdap
       tools: { execute: (q) => sandbox.execute({ code: q.code, input: q.input, timeoutMs: q.timeoutMs, memoryMb: q.memoryMb, session: q.session ?? undefined }) },
     });
     const makespanS = (Date.now() - t0) / 1000;
+    const engineFigures = await sampler.stop();
+    const tokensAfter = await tokenCounters(urls);
     return {
       policy,
       makespanS,
@@ -85,8 +160,13 @@ async function runPolicy(policy: SchedulingPolicy, adapters: readonly SglangAdap
       waited: pool.scheduler.stats.queued,
       generatedTokens: results.reduce((a, r) => a + r.responseTokenIds.length, 0),
       turns: results.reduce((a, r) => a + r.turns, 0),
+      prefillTokens: tokensAfter.prefill - tokensBefore.prefill,
+      retractedTokens: tokensAfter.retracted - tokensBefore.retracted,
+      forwardPassesMax: Math.max(...tokensAfter.passes.map((p, i) => p - tokensBefore.passes[i])),
+      ...engineFigures,
     };
   } finally {
+    void sampler.stop();
     clearInterval(watch);
     pool.close();
   }
@@ -103,8 +183,9 @@ export async function referencePart(o: ReferencePartOptions): Promise<{ results:
   const tokenizer = ModelTokenizer.load(model);
   let engines: PythonProcess[] = [];
   try {
-    engines = await Promise.all(Array.from({ length: o.engines }, () => startReferenceEngine({ model, kvCapacityTokens: o.capacity, threads: 1 })));
+    engines = await Promise.all(Array.from({ length: o.engines }, () => startReferenceEngine({ model, kvCapacityTokens: o.capacity, threads: 1, env: { PYTHONPATH: resolve(__dirname, '../../../workers/trainer') } })));
     const adapters = engines.map((e, i) => new SglangAdapter(`ref-${i}`, e.url));
+    const urls = engines.map((e) => e.url);
     const rand = rngFromSeed(seedOf('scheduler-bench-reference', 1));
     const long = 224;
     const short = 48;
@@ -118,12 +199,14 @@ export async function referencePart(o: ReferencePartOptions): Promise<{ results:
         compactPrompt: true,
       };
     });
-    // Warm-up (torch's first batches are slow), not measured.
-    await runPolicy('least-requests', adapters, specs.slice(0, o.engines * 2).map((s) => ({ ...s, rolloutId: `warm:${s.rolloutId}` })), tokenizer, o.sandbox);
+    // Warm-up, not measured: the whole batch once, so that each engine has run batches and KV lengths as
+    // large as the measured runs' (torch is slow the first time it meets a shape; with a warm-up of a few
+    // rollouts the first measured run of the process paid 1.4-1.7x, and that run was always the same policy's).
+    await runPolicy('least-requests', adapters, urls, specs.map((s) => ({ ...s, rolloutId: `warm:${s.rolloutId}` })), tokenizer, o.sandbox);
     const runs = new Map<SchedulingPolicy, ReferenceResult[]>(o.policies.map((p) => [p, []]));
     for (let round = 0; round < o.rounds; round++) {
       for (const policy of round % 2 === 0 ? o.policies : [...o.policies].reverse()) {
-        const r = await runPolicy(policy, adapters, specs, tokenizer, o.sandbox);
+        const r = await runPolicy(policy, adapters, urls, specs, tokenizer, o.sandbox);
         runs.get(policy)?.push(r);
         process.stderr.write(`reference round ${round + 1} ${policy}: ${JSON.stringify(r)}\n`);
       }

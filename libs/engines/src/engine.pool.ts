@@ -91,14 +91,16 @@ export class EnginePool {
           promptTokens = req.inputIds.length;
         }
         for (;;) {
-          const lease = await this.lease(rolloutId, reserveTokens, moved);
+          const lease = await this.lease(rolloutId, reserveTokens, moved, promptTokens);
           const adapter = this.byId.get(lease.engineId) as EngineAdapter;
           const ac = new AbortController();
           const set = this.inflight.get(lease.engineId) as Set<AbortController>;
           set.add(ac);
-          this.scheduler.requestStarted(lease.engineId);
+          this.scheduler.requestStarted(lease.engineId, { rolloutId, inputTokens: req.inputIds.length, maxNewTokens: req.sampling.maxNewTokens, at: performance.now() });
+          let generated = 0;
           try {
             const res = await adapter.generate(req, ac.signal);
+            generated = res.tokenIds.length;
             peakTokens = Math.max(peakTokens, req.inputIds.length + res.tokenIds.length);
             return { ...res, engineId: lease.engineId };
           } catch (e) {
@@ -109,7 +111,7 @@ export class EnginePool {
             moved = true;
           } finally {
             set.delete(ac);
-            this.scheduler.requestEnded(lease.engineId);
+            this.grant(this.scheduler.requestEnded(lease.engineId, { rolloutId, generatedTokens: generated, at: performance.now() }));
           }
         }
       },
@@ -180,7 +182,7 @@ export class EnginePool {
       const samples = await Promise.all(live.map((a) => (a.loadStats ? a.loadStats().catch(() => null) : Promise.resolve(null))));
       live.forEach((a, i) => {
         const sample = samples[i];
-        if (sample && this.scheduler.snapshot().find((e) => e.id === a.id)?.up) this.grant(this.scheduler.observe(a.id, sample));
+        if (sample && this.scheduler.snapshot().find((e) => e.id === a.id)?.up) this.grant(this.scheduler.observe(a.id, sample, performance.now()));
       });
     } finally {
       this.observing = false;
@@ -208,8 +210,8 @@ export class EnginePool {
     this.grant(this.scheduler.release(rolloutId, usage));
   }
 
-  private lease(rolloutId: string, tokens: number, front: boolean): Promise<Lease> {
-    const l = this.scheduler.leaseOf(rolloutId) ?? this.scheduler.acquire(rolloutId, tokens, front);
+  private lease(rolloutId: string, tokens: number, front: boolean, prompt: number): Promise<Lease> {
+    const l = this.scheduler.leaseOf(rolloutId) ?? this.scheduler.acquire(rolloutId, tokens, front, prompt);
     if (l) return Promise.resolve(l);
     return new Promise<Lease>((resolve, reject) => {
       const ms = this.opts.leaseTimeoutMs ?? 600_000;

@@ -126,6 +126,8 @@ def test_kv_capacity_waits_and_retracts_without_changing_outputs(tiny_model, eng
     assert info["max_kv_tokens_in_use"] <= 200
     # The counter and capacity the rollout scheduler reads (SGLang's metric names).
     assert f"sglang:num_retracted_requests_total {info['num_retractions']}\n" in metrics and "sglang:max_total_num_tokens 200\n" in metrics
+    # The work counters the scheduler bench reads (model forward passes: decode steps and prefill batches).
+    assert f"rstar_engine_decode_steps_total {info['decode_steps']}\n" in metrics and f"rstar_engine_prefill_batches_total {info['prefill_batches']}\n" in metrics
     if admission == "sglang":
         assert info["num_retractions"] > 0 and info["num_retracted_tokens"] > 0
     else:

@@ -18,8 +18,8 @@ export interface EngineLoad {
   outstanding: number;
   up: boolean;
   /**
-   * How far reservations may exceed capacity under `kv-adaptive` (budget = `admitFactor x capacity`;
-   * 1 or absent = plain reservation), set from the engine's observed KV usage and retractions.
+   * How far the projected KV peak may exceed capacity under `kv-adaptive` (kv-projection.ts; 1 or absent =
+   * not at all), set from the engine's observed KV usage and retractions.
    */
   admitFactor?: number;
 }
@@ -33,7 +33,8 @@ export function freeBudget(policy: SchedulingPolicy, e: EngineLoad): number {
  * Choose the engine for a new rollout needing `demand` tokens (pure).
  * - `kv-budget` (docs/design/protocol.md §7, rStar2 §3): the live engine with the most free KV capacity among those that
  *   can hold `demand`; null = wait (none fits). Ties: fewer outstanding requests, then list order.
- * - `kv-adaptive`: the same choice over each engine's adapted budget `admitFactor x capacity` ({@link freeBudget}).
+ * - `kv-adaptive`: the same choice over `admitFactor x capacity` ({@link freeBudget}); the scheduler itself
+ *   places `kv-adaptive` rollouts by their projected KV peak instead (RolloutScheduler, kv-projection.ts).
  * - `least-requests`: the live engine with the fewest outstanding requests (then fewest leases, list order); ignores capacity.
  * - `round-robin`: the next live engine after `cursor`; ignores load and capacity.
  * Returns the chosen index (or null) and the new round-robin cursor.

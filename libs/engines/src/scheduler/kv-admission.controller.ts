@@ -1,11 +1,12 @@
 /**
- * Feedback for the `kv-adaptive` policy (docs/design/architecture.md, scheduler): how far an engine's KV
- * reservations may exceed its capacity. Reservation alone (factor 1, rStar2's KV budget) never overflows
- * but leaves KV idle, since a rollout holds its whole budget while it has generated only part of it; an
- * engine that retracts on overflow (SGLang) can take more, as long as it does not retract. The factor is a
- * gradient-gated AIMD on the engine's observed KV usage and retraction counter, after prime-rl's adaptive
- * concurrency controller (PrimeIntellect-ai/prime-rl PRs #2908, #3556): admission-time budgeting keeps it
- * safe, feedback only trims the budget's error.
+ * Feedback for the `kv-adaptive` policy (docs/design/protocol.md §7): the factor by which an engine's
+ * projected KV peak ({@link projectedPeak} in kv-projection.ts) may exceed its capacity. At 1 the
+ * projection, which has every rollout run to its budget, admits nothing that would make the engine
+ * retract; above 1 it overcommits by as much as finished rollouts ended short of their budget; below 1
+ * (after a retraction) it corrects a projection that was off. A gradient-gated AIMD on the engine's
+ * observed KV usage and retraction counter, after prime-rl's adaptive concurrency controller
+ * (PrimeIntellect-ai/prime-rl PRs #2908, #3556): admission-time projection keeps it safe, feedback only
+ * trims the projection's error.
  */
 
 /** Settings of the controller; shares are of the engine's KV capacity. */
@@ -24,13 +25,15 @@ export interface AdmissionSettings {
   trim: number;
   /** Ceiling of the factor. */
   maxFactor: number;
+  /** Floor of the factor: retractions at factor 1 mean the projection was off; back off below it. */
+  minFactor: number;
   /** Completed rollouts needed before the factor may grow at all (below it: plain reservation). */
   minSamples: number;
   /** Quantile of the completed rollouts' used share of their reservation that the ceiling is taken from. */
   quantile: number;
 }
 
-export const DEFAULT_ADMISSION: AdmissionSettings = { targetShare: 0.8, highWaterShare: 0.95, settleShare: 0.1, growth: 0.1, backoff: 0.5, trim: 0.9, maxFactor: 4, minSamples: 8, quantile: 0.9 };
+export const DEFAULT_ADMISSION: AdmissionSettings = { targetShare: 0.8, highWaterShare: 0.95, settleShare: 0.1, growth: 0.1, backoff: 0.5, trim: 0.9, maxFactor: 4, minFactor: 0.5, minSamples: 8, quantile: 0.9 };
 
 /** Per-engine state: the admission factor (reservations may reach `factor x capacity`) and the last sample seen. */
 export interface AdmissionState {
@@ -46,10 +49,10 @@ export type AdmissionMove = 'baseline' | 'grow' | 'hold' | 'trim' | 'backoff';
 
 /**
  * The highest factor the KV the rollouts really used allows (pure): `1 / q`, with `q` the `s.quantile`
- * quantile of `usedShares` (each = the KV tokens a finished rollout held on average / the tokens it
- * reserved), clamped to [1, maxFactor]; 1 until `s.minSamples` rollouts finished. Rollouts whose tokens
- * fill their reservation keep plain reservation; rollouts that mostly end early, or whose KV grows over
- * a long life, let reservations exceed capacity by as much, since rollouts out of phase do not peak together.
+ * quantile of `usedShares` (each = the most KV tokens a finished rollout held / the tokens it reserved,
+ * prompt + budget), clamped to [1, maxFactor]; 1 until `s.minSamples` rollouts finished. The projection
+ * has every rollout run to its budget: rollouts that do keep the factor at 1; rollouts that mostly end
+ * early let the projected peak exceed the capacity by as much.
  */
 export function admissionCeiling(usedShares: readonly number[], s: AdmissionSettings = DEFAULT_ADMISSION): number {
   if (usedShares.length < s.minSamples) return 1;
@@ -69,8 +72,8 @@ export const INITIAL_ADMISSION: AdmissionState = { factor: 1, retractions: null,
  * rollout, never per sample.
  * Order: a new retraction backs off (x `backoff`), else reaching the high-water mark trims (x `trim`), else
  * below the target, saturated, turned over and settled it grows by `growth x (1 - usedShare / targetShare)`
- * up to the ceiling, else it holds. The factor stays in [1, maxFactor]: at 1 it is plain reservation,
- * which never overflows.
+ * up to the ceiling (below 1 by the full `growth` whatever the usage, up to 1), else it holds. The factor
+ * stays in [minFactor, maxFactor]; the high-water trim never takes it below 1.
  */
 export function nextAdmission(
   state: AdmissionState,
@@ -80,12 +83,15 @@ export function nextAdmission(
 ): { state: AdmissionState; move: AdmissionMove } {
   const seen = { retractions: sample.retractions, usedShare: sample.usedShare };
   if (state.retractions === null || state.usedShare === null || sample.retractions < state.retractions) return { state: { factor: state.factor, ...seen }, move: 'baseline' };
-  const clamp = (f: number) => Math.min(s.maxFactor, Math.max(1, f));
+  const clamp = (f: number) => Math.min(s.maxFactor, Math.max(s.minFactor, f));
   if (sample.retractions > state.retractions) return { state: { factor: clamp(state.factor * s.backoff), ...seen }, move: 'backoff' };
-  if (sample.usedShare >= s.highWaterShare) return { state: { factor: clamp(state.factor * s.trim), ...seen }, move: 'trim' };
+  // The high-water mark takes back overcommit only: at factor 1 the projection already fills the engine to its capacity on purpose.
+  if (sample.usedShare >= s.highWaterShare && state.factor > 1) return { state: { factor: Math.max(1, clamp(state.factor * s.trim)), ...seen }, move: 'trim' };
   const settled = sample.usedShare - state.usedShare <= s.settleShare;
-  if (ctx.saturated && ctx.turnedOver && settled && sample.usedShare < s.targetShare && state.factor < ctx.ceiling) {
-    const grown = Math.min(ctx.ceiling, state.factor + s.growth * (1 - sample.usedShare / s.targetShare));
+  // Below 1 (after a retraction) it recovers whatever the usage, which the projection drives near capacity.
+  const below = state.factor < 1;
+  if (ctx.saturated && ctx.turnedOver && settled && (below || sample.usedShare < s.targetShare) && state.factor < Math.max(1, ctx.ceiling)) {
+    const grown = Math.min(Math.max(1, ctx.ceiling), state.factor + s.growth * (below ? 1 : 1 - sample.usedShare / s.targetShare));
     return { state: { factor: clamp(grown), ...seen }, move: 'grow' };
   }
   return { state: { factor: state.factor, ...seen }, move: 'hold' };

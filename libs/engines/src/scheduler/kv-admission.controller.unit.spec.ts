@@ -24,11 +24,23 @@ describe('nextAdmission (kv-adaptive feedback)', () => {
     expect(nextAdmission({ ...s, usedShare: 0.8 }, { usedShare: 0.85, retractions: 0 }, go).move).toBe('hold');
   });
 
-  it('backs off on a new retraction and trims at the high-water mark, never below plain reservation', () => {
+  it('backs off on a new retraction (down to minFactor), trims overcommit at the high-water mark (down to 1)', () => {
     const s = { factor: 3, retractions: 4, usedShare: 0.5 };
     expect(nextAdmission(s, { usedShare: 0.5, retractions: 5 }, go)).toMatchObject({ move: 'backoff', state: { factor: 1.5 } });
     expect(nextAdmission(s, { usedShare: 0.96, retractions: 4 }, go)).toMatchObject({ move: 'trim', state: { factor: 2.7 } });
-    expect(nextAdmission({ ...s, factor: 1 }, { usedShare: 0.5, retractions: 6 }, go).state.factor).toBe(1);
+    expect(nextAdmission({ ...s, factor: 1.05 }, { usedShare: 0.96, retractions: 4 }, go)).toMatchObject({ move: 'trim', state: { factor: 1 } });
+    // At factor 1 a full engine is what the projection aims at: no trim.
+    expect(nextAdmission({ ...s, factor: 1 }, { usedShare: 0.99, retractions: 4 }, go).move).toBe('hold');
+    // A retraction at factor 1 means the projection was off: below 1, never below minFactor.
+    expect(nextAdmission({ ...s, factor: 1 }, { usedShare: 0.5, retractions: 6 }, go).state.factor).toBe(0.5);
+    expect(nextAdmission({ ...s, factor: 0.5 }, { usedShare: 0.5, retractions: 6 }, go).state.factor).toBe(DEFAULT_ADMISSION.minFactor);
+  });
+
+  it('below 1 it grows back by the full step whatever the usage, up to 1 when no overcommit is allowed', () => {
+    const s = { factor: 0.5, retractions: 6, usedShare: 0.9 };
+    const g = nextAdmission(s, { usedShare: 0.9, retractions: 6 }, { ...go, ceiling: 1 });
+    expect(g).toMatchObject({ move: 'grow', state: { factor: 0.5 + DEFAULT_ADMISSION.growth } });
+    expect(nextAdmission({ ...s, factor: 0.95 }, { usedShare: 0.9, retractions: 6 }, { ...go, ceiling: 1 }).state.factor).toBe(1);
   });
 });
 

@@ -1,12 +1,26 @@
 import { NoEngineError, ReservationTooLargeError } from '../engine.errors';
 import { freeBudget, pickEngine, type EngineLoad, type SchedulingPolicy } from './engine.picker';
 import { admissionCeiling, DEFAULT_ADMISSION, INITIAL_ADMISSION, nextAdmission, type AdmissionSettings, type AdmissionState } from './kv-admission.controller';
+import { generatedBy, projectedPeak, stepRateFromUsage, type KvTrajectory, type RunningRequest } from './kv-projection';
 
 /** A rollout's reservation: it runs every turn on `engineId` and holds `tokens` of its KV cache. */
 export interface Lease {
   rolloutId: string;
   engineId: string;
   tokens: number;
+}
+
+/** What `kv-adaptive` knows of a rollout it placed: its first prompt and its context after its last turn (tokens). */
+interface LeaseKv {
+  prompt: number;
+  context: number;
+}
+
+/** A waiter: its reservation (prompt + budget) and its first prompt (tokens). */
+interface Waiter {
+  rolloutId: string;
+  tokens: number;
+  prompt: number;
 }
 
 /** Counters for dashboards and the scheduler benchmark. */
@@ -36,13 +50,19 @@ const USED_WINDOW = 128;
 export class RolloutScheduler {
   private readonly engines: EngineLoad[];
   private readonly leases = new Map<string, Lease>();
-  private queue: { rolloutId: string; tokens: number }[] = [];
+  private queue: Waiter[] = [];
   private cursor = 0;
   private readonly admission = new Map<string, AdmissionState>();
   /** Engines a lease left since their admission factor last grew (turnover paces growth). */
   private readonly turnedOver = new Set<string>();
   /** Mean KV held / reserved tokens of the last finished rollouts (ring of {@link USED_WINDOW}). */
   private readonly usedShares: number[] = [];
+  /** `kv-adaptive`: prompt and context of each lease, the request in flight per rollout, each engine's decode rate (steps/ms). */
+  private readonly leaseKv = new Map<string, LeaseKv>();
+  private readonly running = new Map<string, RunningRequest & { engineId: string }>();
+  private readonly stepRate = new Map<string, number>();
+  /** Latest time (ms) an event carried: the projection's "now". */
+  private now = 0;
   readonly stats: SchedulerStats = { overflows: 0, retractions: 0, backoffs: 0, queued: 0, evicted: 0, peakReserved: {} };
 
   /** @throws NoEngineError when `engines` is empty or a capacity is not positive. */
@@ -80,20 +100,23 @@ export class RolloutScheduler {
   /**
    * Reserve `tokens` (prompt + max response) for a rollout. Returns its lease (the existing one when it
    * has one: sticky), or null when it was queued. `front` queues it ahead of others (resumed rollouts).
+   * `prompt` (tokens of the first request's input, default 0) is what `kv-adaptive` projects the rollout to
+   * hold at its start; it may generate `tokens - prompt` more.
    * @throws ReservationTooLargeError under `kv-budget` / `kv-adaptive` when `tokens` exceeds every engine's capacity (it could never run).
    */
-  acquire(rolloutId: string, tokens: number, front = false): Lease | null {
+  acquire(rolloutId: string, tokens: number, front = false, prompt = 0): Lease | null {
     const existing = this.leases.get(rolloutId);
     if (existing) return existing;
     if (this.queue.some((q) => q.rolloutId === rolloutId)) return null;
     const largest = Math.max(...this.engines.map((e) => e.capacity));
     if (this.budgeted && tokens > largest) throw new ReservationTooLargeError(rolloutId, tokens, largest);
     // Waiters go first: a newcomer may not overtake the queue unless it is resumed work.
-    const lease = front || this.queue.length === 0 ? this.grant(rolloutId, tokens) : null;
+    const waiter = { rolloutId, tokens, prompt: Math.min(prompt, tokens) };
+    const lease = front || this.queue.length === 0 ? this.grant(waiter) : null;
     if (lease) return lease;
     this.stats.queued++;
-    if (front) this.queue.unshift({ rolloutId, tokens });
-    else this.queue.push({ rolloutId, tokens });
+    if (front) this.queue.unshift(waiter);
+    else this.queue.push(waiter);
     return null;
   }
 
@@ -101,14 +124,17 @@ export class RolloutScheduler {
    * Release a rollout's reservation (on every exit) or drop it from the queue; returns the waiters granted now.
    * `usage`, when known: the rollout's first prompt and the most KV tokens it held in one request (context +
    * generated). Its KV grew about linearly from the one to the other, so it held `(prompt + peak) / 2` on
-   * average: `kv-adaptive` learns from that share of the reservation how far to overcommit ({@link admissionCeiling}).
+   * reached of its reservation: `kv-adaptive` projects every rollout to run to its budget, so rollouts that
+   * end early let it overcommit by as much ({@link admissionCeiling}).
    */
   release(rolloutId: string, usage?: { promptTokens: number; peakTokens: number }): Lease[] {
     const lease = this.leases.get(rolloutId);
     if (lease && usage && usage.peakTokens > 0 && lease.tokens > 0) {
-      this.usedShares.push(Math.min(1, (usage.promptTokens + usage.peakTokens) / 2 / lease.tokens));
+      this.usedShares.push(Math.min(1, usage.peakTokens / lease.tokens));
       if (this.usedShares.length > USED_WINDOW) this.usedShares.shift();
     }
+    this.leaseKv.delete(rolloutId);
+    this.running.delete(rolloutId);
     if (lease) {
       this.leases.delete(rolloutId);
       this.turnedOver.add(lease.engineId);
@@ -121,14 +147,36 @@ export class RolloutScheduler {
     return this.drain();
   }
 
-  /** A generation request started / ended on an engine (the least-requests load signal). */
-  requestStarted(engineId: string): void {
+  /**
+   * A generation request started / ended on an engine (the least-requests load signal). `req`, when the
+   * caller knows it (`kv-adaptive` projects from it): the rollout, the request's input and generation cap
+   * (tokens) and the time (ms, any monotonic clock the caller keeps using) it was sent.
+   */
+  requestStarted(engineId: string, req?: { rolloutId: string; inputTokens: number; maxNewTokens: number; at: number }): void {
     this.engine(engineId).outstanding++;
+    if (!req) return;
+    this.now = Math.max(this.now, req.at);
+    this.running.set(req.rolloutId, { engineId, inputTokens: req.inputTokens, maxNewTokens: req.maxNewTokens, startedAt: req.at });
+    const kv = this.leaseKv.get(req.rolloutId);
+    if (kv) kv.context = Math.max(kv.context, req.inputTokens);
   }
 
-  requestEnded(engineId: string): void {
+  /**
+   * `req`: the rollout, the tokens the request generated (0 when it failed) and the time (ms) it ended.
+   * Returns the waiters granted now (under `kv-adaptive` the projection changed).
+   */
+  requestEnded(engineId: string, req?: { rolloutId: string; generatedTokens: number; at: number }): Lease[] {
     const e = this.engine(engineId);
     e.outstanding = Math.max(0, e.outstanding - 1);
+    if (!req) return [];
+    this.now = Math.max(this.now, req.at);
+    const r = this.running.get(req.rolloutId);
+    this.running.delete(req.rolloutId);
+    const kv = this.leaseKv.get(req.rolloutId);
+    if (r && kv) kv.context = Math.max(kv.context, r.inputTokens + req.generatedTokens);
+    // A request that generated its tokens tells the engine's decode rate until its KV usage is observed.
+    if (r && req.generatedTokens > 0 && req.at > r.startedAt && !this.stepRate.has(engineId)) this.stepRate.set(engineId, req.generatedTokens / (req.at - r.startedAt));
+    return this.policy === 'kv-adaptive' ? this.drain() : [];
   }
 
   /**
@@ -137,8 +185,13 @@ export class RolloutScheduler {
    * `kv-adaptive` the sample steps the engine's admission factor ({@link nextAdmission}; "saturated" = some
    * rollout is waiting, "turned over" = a lease on the engine was released since its factor last grew). Returns the waiters granted now (the budget may have grown).
    */
-  observe(engineId: string, sample: { kvUsedTokens: number; retractions: number; kvCapacityTokens?: number | null }): Lease[] {
+  observe(engineId: string, sample: { kvUsedTokens: number; retractions: number; kvCapacityTokens?: number | null }, at?: number): Lease[] {
     const e = this.engine(engineId);
+    if (at !== undefined) {
+      this.now = Math.max(this.now, at);
+      const rate = stepRateFromUsage(this.requestsOn(engineId), sample.kvUsedTokens, this.now);
+      if (rate !== null && rate > 0) this.stepRate.set(engineId, rate);
+    }
     if (sample.kvCapacityTokens && sample.kvCapacityTokens > 0) e.capacity = sample.kvCapacityTokens;
     const before = this.admission.get(engineId) ?? INITIAL_ADMISSION;
     const { state, move } = nextAdmission(
@@ -156,7 +209,8 @@ export class RolloutScheduler {
     if (move === 'backoff' || move === 'trim') this.stats.backoffs++;
     if (move === 'grow') this.turnedOver.delete(engineId);
     e.admitFactor = state.factor;
-    return move === 'grow' ? this.drain() : [];
+    // Time passed: the rollouts on the engine advanced and the projection fell (or the factor grew).
+    return this.drain();
   }
 
   /**
@@ -174,7 +228,9 @@ export class RolloutScheduler {
     e.leases = 0;
     e.outstanding = 0;
     this.stats.evicted += evicted.length;
-    this.queue = [...evicted.map((l) => ({ rolloutId: l.rolloutId, tokens: l.tokens })), ...this.queue];
+    for (const l of evicted) this.running.delete(l.rolloutId);
+    this.queue = [...evicted.map((l) => ({ rolloutId: l.rolloutId, tokens: l.tokens, prompt: this.leaseKv.get(l.rolloutId)?.context ?? 0 })), ...this.queue];
+    for (const l of evicted) this.leaseKv.delete(l.rolloutId);
     return { evicted: evicted.map((l) => l.rolloutId), grants: this.drain() };
   }
 
@@ -192,11 +248,60 @@ export class RolloutScheduler {
     return e;
   }
 
-  private grant(rolloutId: string, tokens: number): Lease | null {
-    const pick = pickEngine(this.policy, this.engines, tokens, this.cursor);
-    this.cursor = pick.cursor;
-    if (pick.index === null) return null;
-    const e = this.engines[pick.index];
+  private requestsOn(engineId: string): RunningRequest[] {
+    return [...this.running.values()].filter((r) => r.engineId === engineId);
+  }
+
+  /**
+   * The KV trajectories of an engine's rollouts now: one in flight holds its input plus what it has
+   * generated at the engine's decode rate; one between turns (or granted, not started) holds its context.
+   * Each may still grow to its reservation.
+   */
+  private trajectories(engineId: string): KvTrajectory[] {
+    const rate = this.stepRate.get(engineId) ?? 0;
+    const out: KvTrajectory[] = [];
+    for (const l of this.leases.values()) {
+      if (l.engineId !== engineId) continue;
+      const r = this.running.get(l.rolloutId);
+      const kv = r ? r.inputTokens + generatedBy(r, rate, this.now) : (this.leaseKv.get(l.rolloutId)?.context ?? l.tokens);
+      const left = r ? r.maxNewTokens - generatedBy(r, rate, this.now) : 0;
+      out.push({ kv, remaining: Math.max(left, l.tokens - kv, 0) });
+    }
+    return out;
+  }
+
+  /**
+   * `kv-adaptive`: the live engine whose projected peak with the waiter added ({@link projectedPeak}, plus
+   * one token per rollout for the step being decoded) fits in `admitFactor x capacity` and is the lowest
+   * share of its capacity; null when none fits.
+   */
+  private pickProjected(w: Waiter): number | null {
+    let best: { i: number; share: number; outstanding: number } | null = null;
+    this.engines.forEach((e, i) => {
+      if (!e.up) return;
+      const t = this.trajectories(e.id);
+      t.push({ kv: w.prompt, remaining: w.tokens - w.prompt });
+      const need = projectedPeak(t) + t.length;
+      if (need > (e.admitFactor ?? 1) * e.capacity) return;
+      const share = need / e.capacity;
+      if (!best || share < best.share || (share === best.share && e.outstanding < best.outstanding)) best = { i, share, outstanding: e.outstanding };
+    });
+    return (best as { i: number } | null)?.i ?? null;
+  }
+
+  private grant(w: Waiter): Lease | null {
+    const { rolloutId, tokens } = w;
+    let index: number | null;
+    if (this.policy === 'kv-adaptive') {
+      index = this.pickProjected(w);
+    } else {
+      const pick = pickEngine(this.policy, this.engines, tokens, this.cursor);
+      this.cursor = pick.cursor;
+      index = pick.index;
+    }
+    if (index === null) return null;
+    const e = this.engines[index];
+    if (this.policy === 'kv-adaptive') this.leaseKv.set(rolloutId, { prompt: w.prompt, context: w.prompt });
     e.reserved += tokens;
     e.leases++;
     if (e.reserved > e.capacity) this.stats.overflows++;
@@ -213,8 +318,9 @@ export class RolloutScheduler {
   }
 
   private drain(): Lease[] {
+    if (this.policy === 'kv-adaptive') return this.drainProjected();
     const grants: Lease[] = [];
-    const rest: { rolloutId: string; tokens: number }[] = [];
+    const rest: Waiter[] = [];
     // Under a budgeted policy a waiter larger than every engine's free budget cannot be granted: skip it cheaply.
     let free = this.budgeted ? this.maxFree() : Infinity;
     if (free !== Infinity) {
@@ -227,10 +333,40 @@ export class RolloutScheduler {
         rest.push(q);
         continue;
       }
-      const lease = this.grant(q.rolloutId, q.tokens);
+      const lease = this.grant(q);
       if (lease && this.budgeted) free = this.maxFree();
       if (lease) grants.push(lease);
       else rest.push(q);
+    }
+    this.queue = rest;
+    return grants;
+  }
+
+  /**
+   * `kv-adaptive`'s queue, longest budget first (ties in arrival order), first-fit: a long rollout that
+   * starts late runs on alone at the end of a batch while the engines idle, so it goes first and the short
+   * ones fill the room around it (longest-processing-time-first, the classic makespan rule). A waiter that
+   * fits nowhere makes every later waiter with as large a prompt and budget left fit nowhere too (the
+   * projection only grows with either), so those are skipped without projecting: a long queue of alike
+   * rollouts costs one projection per engine.
+   */
+  private drainProjected(): Lease[] {
+    const grants: Lease[] = [];
+    const rest: Waiter[] = [];
+    const failed: { prompt: number; left: number }[] = [];
+    const order = [...this.queue].sort((x, y) => y.tokens - y.prompt - (x.tokens - x.prompt));
+    for (const q of order) {
+      const left = q.tokens - q.prompt;
+      if (failed.some((f) => q.prompt >= f.prompt && left >= f.left)) {
+        rest.push(q);
+        continue;
+      }
+      const lease = this.grant(q);
+      if (lease) grants.push(lease);
+      else {
+        rest.push(q);
+        failed.push({ prompt: q.prompt, left });
+      }
     }
     this.queue = rest;
     return grants;

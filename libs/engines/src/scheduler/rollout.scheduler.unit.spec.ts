@@ -107,29 +107,36 @@ describe('RolloutScheduler baselines', () => {
 });
 
 describe('RolloutScheduler (kv-adaptive)', () => {
-  it('starts as plain reservation, overcommits only as far as finished rollouts used their reservations, backs off on a retraction', () => {
-    const s = new RolloutScheduler('kv-adaptive', [{ id: 'a', capacity: 100 }], { ...DEFAULT_ADMISSION, growth: 1 });
-    expect(s.observe('a', { kvUsedTokens: 0, retractions: 0 })).toEqual([]); // baseline
-    // Eight rollouts finish having held a quarter of their reservation on average ((5 + 15) / 2 of 40): the ceiling becomes 4.
-    for (let i = 0; i < 8; i++) {
-      expect(s.acquire(`f${i}`, 40)).not.toBeNull();
-      s.release(`f${i}`, { promptTokens: 5, peakTokens: 15 });
-    }
-    expect(s.acquire('r1', 50)?.engineId).toBe('a');
-    expect(s.acquire('r2', 50)?.engineId).toBe('a');
-    expect(s.acquire('r3', 50)).toBeNull(); // factor 1: plain reservation
-    const grants = s.observe('a', { kvUsedTokens: 10, retractions: 0 });
-    expect(s.snapshot()[0].admitFactor).toBeCloseTo(1 + (1 - 0.1 / 0.8));
-    expect(grants.map((g) => g.rolloutId)).toEqual(['r3']);
-    expect(s.stats.overflows).toBe(1);
-    // No rollout left since it grew: hold.
-    expect(s.acquire('r4', 50)).toBeNull();
-    s.observe('a', { kvUsedTokens: 20, retractions: 0 });
-    expect(s.snapshot()[0].admitFactor).toBeCloseTo(1.875);
-    // The engine retracted: back to (at least) plain reservation, counted.
-    s.observe('a', { kvUsedTokens: 20, retractions: 2 });
-    expect(s.snapshot()[0].admitFactor).toBe(1);
-    expect(s.stats).toMatchObject({ retractions: 2, backoffs: 1 });
+  it('admits by the projected KV peak: a short rollout that ends before a long one peaks shares its engine', () => {
+    const s = new RolloutScheduler('kv-adaptive', [{ id: 'a', capacity: 300 }]);
+    expect(s.observe('a', { kvUsedTokens: 0, retractions: 0 }, 0)).toEqual([]); // baseline
+    expect(s.acquire('L1', 250, false, 10)?.engineId).toBe('a');
+    // Reservation would need 250 + 60 = 310 > 300; the short one is gone after 50 steps, the peak stays 250 (+1 per rollout for the next step).
+    expect(s.acquire('S1', 60, false, 10)?.engineId).toBe('a');
+    expect(s.acquire('L2', 250, false, 10)).toBeNull(); // two long ones would reach 500
+    expect(s.acquire('S2', 60, false, 10)).toBeNull(); // waiters go first
+    s.requestStarted('a', { rolloutId: 'L1', inputTokens: 10, maxNewTokens: 240, at: 0 });
+    s.requestStarted('a', { rolloutId: 'S1', inputTokens: 10, maxNewTokens: 50, at: 0 });
+    // At 1 s the engine holds 60 + 60 tokens: 0.05 steps/ms. L2 still does not fit beside L1 (70 + 2 x 190 = 450); S2 does.
+    const grants = s.observe('a', { kvUsedTokens: 120, retractions: 0 }, 1000);
+    expect(grants.map((g) => g.rolloutId)).toEqual(['S2']);
+    expect(s.waiting()).toEqual(['L2']);
+    expect(s.requestEnded('a', { rolloutId: 'S1', generatedTokens: 50, at: 1000 })).toEqual([]);
+    s.release('S1', { promptTokens: 10, peakTokens: 60 });
+    expect(s.release('L1', { promptTokens: 10, peakTokens: 250 }).map((g) => g.rolloutId)).toEqual(['L2']);
+    expect(s.stats.overflows).toBeGreaterThan(0); // reservations exceeded the capacity, the KV never did
+  });
+
+  it('serves the longest waiter first (LPT), and backs off below 1 when the engine retracts anyway', () => {
+    const s = new RolloutScheduler('kv-adaptive', [{ id: 'a', capacity: 301 }]);
+    s.observe('a', { kvUsedTokens: 0, retractions: 0 }, 0);
+    expect(s.acquire('A', 300)?.engineId).toBe('a');
+    expect(s.acquire('S', 50)).toBeNull();
+    expect(s.acquire('L', 250)).toBeNull();
+    expect(s.release('A').map((g) => g.rolloutId)).toEqual(['L', 'S']);
+    s.observe('a', { kvUsedTokens: 250, retractions: 3 }, 10);
+    expect(s.snapshot()[0].admitFactor).toBe(DEFAULT_ADMISSION.backoff);
+    expect(s.stats).toMatchObject({ retractions: 3, backoffs: 1 });
   });
 
   it('stays plain reservation while finished rollouts held their whole reservation', () => {

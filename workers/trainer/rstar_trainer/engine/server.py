@@ -230,6 +230,10 @@ class EngineApp:
             f"rstar_engine_prefill_tokens_total {snap['prefill_tokens']}",
             "# TYPE rstar_engine_retracted_tokens_total counter",
             f"rstar_engine_retracted_tokens_total {snap['num_retracted_tokens']}",
+            "# TYPE rstar_engine_decode_steps_total counter",
+            f"rstar_engine_decode_steps_total {snap['decode_steps']}",
+            "# TYPE rstar_engine_prefill_batches_total counter",
+            f"rstar_engine_prefill_batches_total {snap['prefill_batches']}",
         ]
         return "\n".join(lines) + "\n"
 
