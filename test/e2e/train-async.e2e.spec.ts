@@ -69,10 +69,13 @@ describe('async GRPO (bounded staleness) over JetStream + Postgres', () => {
     if (ckptDir) rmSync(ckptDir, { recursive: true, force: true });
   }, 60_000);
 
+  /** Events the archive holds that never were on the stream: those of standalone reruns (their bus is in process). */
+  let rerunEvents = 0;
+
   /** The run's archived events once RunCompleted is archived and the archive holds every message of the stream. */
   async function finished(runId: string): Promise<RstarEvent[]> {
     await until(async () => (await readRunEvents(store!, runId, ['RunCompleted', 'RunFailed'])).length > 0 || undefined, `run ${runId} finished`, { timeoutMs: 240_000, everyMs: 250 });
-    await archiveCaughtUp(store!, bus!);
+    await archiveCaughtUp(store!, async () => (await bus!.jsm.streams.info(bus!.stream)).state.messages + rerunEvents);
     return readRunEvents(store!, runId);
   }
 
@@ -121,6 +124,8 @@ describe('async GRPO (bounded staleness) over JetStream + Postgres', () => {
     const rerunId = ids.newRun();
     const r = await replayCli(['rerun', runId, '--database', db!.url, '--step', '1', '--standalone', '--run-id', rerunId, '--json']);
     expect(r.code, r.stderr + r.stdout).toBe(0);
+    process.stdout.write(`[train-async] ${r.stderr.split('\n').filter((l) => l.includes(`rerun ${rerunId}`)).join('\n')}\n`);
+    rerunEvents += (await readRunEvents(store!, rerunId)).length;
     const c = JSON.parse(r.stdout) as RerunComparison & { runId: string };
     expect(c).toMatchObject({ runId: rerunId, originalRunId: runId, step: 1, ok: true, deterministicDifferences: 0 });
     expect(c.rollouts).toHaveLength(sampledBy.size);
