@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,49 +7,36 @@ import { ids, type RstarEvent } from '@rstar/contracts';
 import { EventStore } from '@rstar/event-store';
 import { JetStreamBus } from '@rstar/messaging';
 import { startBuiltinEngine, type BuiltinEngine } from '@rstar/engines';
-import { verifyRun } from '@rstar/replay';
+import { verifyRun, type RerunComparison } from '@rstar/replay';
 import { readRunEvents } from '@rstar/step-driver';
 import { submitRemoteRun } from '@rstar/training';
 import { until } from '@rstar/testing';
 import { SFT_CHECKPOINT_TIMEOUT_MS, ensureSftCheckpoint } from '../support/sft-checkpoint';
-import { createPrivateDatabase, startPrivateNats, type PrivateDatabase, type PrivateNats, type ServiceProcess } from '../support/service-process';
+import { REPO_ROOT, createPrivateDatabase, startPrivateNats, type PrivateDatabase, type PrivateNats, type ServiceProcess } from '../support/service-process';
 import { expectRunExactlyOnce } from '../support/run-exactly-once';
 import { shortRunConfig, startPipeline, stopPipeline, type PipelineService, type RunShape } from '../support/distributed-pipeline';
 import { archiveCaughtUp } from '../support/archive-caught-up';
+import { trainedStaleness } from '../support/trained-staleness';
 
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
 const SHAPE: RunShape = { steps: 3, prompts: 2, group: 2, oversample: 2 };
 
-/**
- * The staleness of every rollout that entered a batch, over a run's archived log: the trainer's version
- * before the step's update (StepOptimized.newPolicyVersion - 1) minus the version that sampled the
- * rollout (RolloutCompleted.policyVersion), for each kept rollout without a RolloutDiscarded. Also
- * returns how often each rollout entered a batch.
- */
-function trainedStaleness(events: readonly RstarEvent[]): { staleness: Array<{ rolloutId: string; step: number; staleness: number }>; entered: Map<string, number> } {
-  const sampledBy = new Map(events.flatMap((e) => (e.type === 'RolloutCompleted' ? [[e.data.rolloutId, e.data.policyVersion] as const] : [])));
-  const discarded = new Set(events.flatMap((e) => (e.type === 'RolloutDiscarded' ? [e.data.rolloutId] : [])));
-  const trainAt = new Map(events.flatMap((e) => (e.type === 'StepOptimized' ? [[e.data.step, e.data.newPolicyVersion - 1] as const] : [])));
-  const resampled = events.filter((e): e is RstarEvent<'GroupResampled'> => e.type === 'GroupResampled');
-  const staleness: Array<{ rolloutId: string; step: number; staleness: number }> = [];
-  const entered = new Map<string, number>();
-  for (const g of resampled) {
-    const v = trainAt.get(g.data.step);
-    if (v === undefined) continue;
-    for (const id of g.data.kept.filter((k) => !discarded.has(k))) {
-      staleness.push({ rolloutId: id, step: g.data.step, staleness: v - sampledBy.get(id)! });
-      entered.set(id, (entered.get(id) ?? 0) + 1);
-    }
-  }
-  return { staleness, entered };
+/** `rstar replay ARGS` in a child process (the CLI as a user runs it), with no archive or bus from the environment. */
+function replayCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    execFile(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'libs/cli/src/main.ts'), 'replay', ...args], { cwd: REPO_ROOT, maxBuffer: 64 << 20, env: { ...process.env, RSTAR_DATABASE_URL: '', RSTAR_NATS_URL: '' } }, (err, stdout, stderr) =>
+      done({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
 }
 
 // Bounded-staleness runs (async.maxStaleness η = 1 and 2) over JetStream + Postgres with every service a
 // real child process (its own main.ts), on a private nats-server and database: steps s+1..s+η are requested
 // while step s trains, no rollout is trained more than η versions after the version that sampled it
-// (checked over the archived log), `replay verify` re-derives every decision; and a SIGKILL of optimization
-// mid-window: the restarted service restores the window from the log, the run completes, no rollout is
-// trained twice or lost and the bound holds.
+// (checked over the archived log), `replay verify` re-derives every decision, `rstar replay rerun --step 1`
+// re-runs a step requested ahead of the trainer on the weights each rollout was sampled on; and, in one run,
+// a SIGKILL of optimization and then of policy-serving mid-window: each restarted service recovers from the
+// log and the bus, the run completes, no rollout is trained twice or lost and the bound holds.
 describe('async GRPO (bounded staleness) over JetStream + Postgres', () => {
   const dbName = `async_${process.pid}_${Date.now()}`;
   let nats: PrivateNats | undefined;
@@ -81,10 +69,13 @@ describe('async GRPO (bounded staleness) over JetStream + Postgres', () => {
     if (ckptDir) rmSync(ckptDir, { recursive: true, force: true });
   }, 60_000);
 
+  /** Events the archive holds that never were on the stream: those of standalone reruns (their bus is in process). */
+  let rerunEvents = 0;
+
   /** The run's archived events once RunCompleted is archived and the archive holds every message of the stream. */
   async function finished(runId: string): Promise<RstarEvent[]> {
     await until(async () => (await readRunEvents(store!, runId, ['RunCompleted', 'RunFailed'])).length > 0 || undefined, `run ${runId} finished`, { timeoutMs: 240_000, everyMs: 250 });
-    await archiveCaughtUp(store!, bus!);
+    await archiveCaughtUp(store!, async () => (await bus!.jsm.streams.info(bus!.stream)).state.messages + rerunEvents);
     return readRunEvents(store!, runId);
   }
 
@@ -97,7 +88,7 @@ describe('async GRPO (bounded staleness) over JetStream + Postgres', () => {
     const optimized = events.filter((e) => e.type === 'StepOptimized').map((e) => (e.data as { step: number }).step);
     expect(new Set(optimized).size).toBe(optimized.length);
     expect(optimized.length).toBeGreaterThan(0);
-    const { staleness, entered } = trainedStaleness(events);
+    const { trained: staleness, entered } = trainedStaleness(events);
     expect(staleness.length).toBeGreaterThan(0);
     for (const s of staleness) expect(s.staleness, `staleness of ${s.rolloutId} at step ${s.step}`).toBeLessThanOrEqual(eta);
     expect([...entered.values()].every((n) => n === 1), 'each rollout entered at most one batch').toBe(true);
@@ -116,13 +107,39 @@ describe('async GRPO (bounded staleness) over JetStream + Postgres', () => {
       expect(report.differences.filter((d) => d.deterministic).map((d) => d.message)).toEqual([]);
       expect(report.staleness.length).toBeGreaterThan(0);
       expect(report.staleness.flatMap((s) => s.discarded)).toHaveLength(events.filter((e) => e.type === 'RolloutDiscarded').length);
-    }, 300_000);
+      if (eta === 1) await expectAsyncStepReruns(runId, events);
+    }, 420_000);
   }
 
-  it('η = 1: optimization SIGKILLed mid-window and restarted; the run completes, no rollout trained twice or lost, the bound holds', async () => {
+  /**
+   * `rstar replay rerun RUN --step 1 --standalone` on the archive: step 1 was requested under version 0
+   * while step 0 trained, so its rollouts may have been sampled by version 0 or 1; the rerun serves each
+   * rollout the version it was sampled on and reproduces the step with no deterministic difference.
+   */
+  async function expectAsyncStepReruns(runId: string, events: RstarEvent[]): Promise<void> {
+    // Rollout ids end in `:<promptIdx>:<sampleIdx>` in both runs (ids.rollout).
+    const slot = (rolloutId: string) => rolloutId.split(':').slice(-2).join(':');
+    const sampledBy = new Map(events.flatMap((e) => (e.type === 'RolloutCompleted' && e.data.step === 1 ? [[slot(e.data.rolloutId), e.data.policyVersion] as const] : [])));
+    expect(sampledBy.size).toBe(SHAPE.prompts * SHAPE.group * SHAPE.oversample);
+    const rerunId = ids.newRun();
+    const r = await replayCli(['rerun', runId, '--database', db!.url, '--step', '1', '--standalone', '--run-id', rerunId, '--json']);
+    expect(r.code, r.stderr + r.stdout).toBe(0);
+    process.stdout.write(`[train-async] ${r.stderr.split('\n').filter((l) => l.includes(`rerun ${rerunId}`)).join('\n')}\n`);
+    rerunEvents += (await readRunEvents(store!, rerunId)).length;
+    const c = JSON.parse(r.stdout) as RerunComparison & { runId: string };
+    expect(c).toMatchObject({ runId: rerunId, originalRunId: runId, step: 1, ok: true, deterministicDifferences: 0 });
+    expect(c.rollouts).toHaveLength(sampledBy.size);
+    const rerun = (await readRunEvents(store!, rerunId, ['RolloutCompleted'])) as RstarEvent<'RolloutCompleted'>[];
+    expect(rerun).toHaveLength(sampledBy.size);
+    for (const e of rerun) expect(e.data.policyVersion, `rerun of prompt:sample ${slot(e.data.rolloutId)}`).toBe(sampledBy.get(slot(e.data.rolloutId)));
+  }
+
+  it('η = 1: optimization and then policy-serving SIGKILLed mid-window and restarted; the run completes, no rollout trained twice or lost, the bound holds', async () => {
     const runId = ids.newRun();
     const optimization = svcs!.get('optimization')!;
+    const serving = svcs!.get('policy-serving')!;
     const startsBefore = optimization.starts;
+    const servingStartsBefore = serving.starts;
     const submitted = submitRemoteRun(shortRunConfig('async-chaos', 611, sft, SHAPE, { async: { maxStaleness: 1 } }), { bus, runId });
     submitted.catch(() => undefined);
     // Mid-window: step 0 trained and its update published, step 1's rollouts requested under version 0.
@@ -133,11 +150,20 @@ describe('async GRPO (bounded staleness) over JetStream + Postgres', () => {
     expect(atKill.filter((e) => e.type === 'StepCompleted').length).toBeLessThan(SHAPE.steps);
     await optimization.kill();
     await optimization.start();
+    // Mid-window again, for policy-serving: step 2 requested (ahead of the trainer, while step 1 trains) and
+    // not completed; its rollouts in flight or queued on the killed instance must be redelivered.
+    await until(async () => (await readRunEvents(store!, runId, ['StepStarted', 'RunCompleted', 'RunFailed'])).some((e) => e.type !== 'StepStarted' || e.data.step === 2) || undefined, `StepStarted 2 of run ${runId}`, { timeoutMs: 180_000, everyMs: 100 });
+    const atServingKill = await readRunEvents(store!, runId);
+    expect(atServingKill.filter((e) => e.type === 'RunCompleted' || e.type === 'RunFailed')).toHaveLength(0);
+    expect(atServingKill.some((e) => e.type === 'StepCompleted' && e.data.step === 2)).toBe(false);
+    await serving.kill();
+    await serving.start();
     await submitted;
     const events = await finished(runId);
     expectBoundedAndVerified(events, 1);
     const report = await verifyRun(events);
     expect(report.differences.filter((d) => d.deterministic).map((d) => d.message)).toEqual([]);
     expect(optimization.starts).toBe(startsBefore + 1);
-  }, 360_000);
+    expect(serving.starts).toBe(servingStartsBefore + 1);
+  }, 480_000);
 });

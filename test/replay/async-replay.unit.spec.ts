@@ -70,6 +70,9 @@ const grade: RegradeFn = ({ rolloutId }) => {
   return { reward: r, correct: r === 1, rule: 'test', extracted: null };
 };
 
+/** The run id inside `rollout:<runId>:<step>:<promptIdx>:<sampleIdx>`. */
+const RUN_ID_OF = (rolloutId: string): string => rolloutId.split(':').slice(1, -3).join(':');
+
 describe('replay verify of an async run (η = 1)', () => {
   it('re-derives the entered rollouts, their staleness and the discards with no difference; rerun re-issues an async step', async () => {
     const log = await recordAsyncRun();
@@ -91,6 +94,11 @@ describe('replay verify of an async run (η = 1)', () => {
     expect(started.data.policyVersion).toBe(log.find((e): e is RstarEvent<'StepStarted'> => e.type === 'StepStarted' && e.data.step === 2)!.data.policyVersion);
     expect(started.data.policyVersion).toBe(1);
     expect(plan.events.filter((e) => e.type === 'RolloutRequested')).toHaveLength(2 * 2 * 2);
+    // Its phases: every rollout once, under the version that sampled it in the original, lowest first.
+    const sampled = new Map(log.flatMap((e) => (e.type === 'RolloutCompleted' && e.data.step === 2 ? [[e.data.rolloutId.replace(RUN_ID_OF(e.data.rolloutId), 'rerun-async'), e.data.policyVersion] as const] : [])));
+    expect(plan.phases.flatMap((p) => p.rolloutIds).sort()).toEqual([...sampled.keys()].sort());
+    for (const p of plan.phases) for (const id of p.rolloutIds) expect(sampled.get(id), id).toBe(p.policyVersion);
+    expect(plan.phases.map((p) => p.policyVersion)).toEqual([...new Set(sampled.values())].sort((a, b) => a - b));
   });
 
   it('a dropped RolloutDiscarded (a stale rollout trained) and a forged one are deterministic staleness differences', async () => {

@@ -64,10 +64,33 @@ describe('run config errors name the field and the fix', () => {
     expect(e.message).toMatch(/engines\.1 is kind "vllm".*set async\.partialRollouts to false/);
     // The same engines without partial rollouts, and partial rollouts on engines that can interrupt, pass.
     expect(parseRunConfig({ stages: [stage], ...hf, engines, async: { partialRollouts: false } }).async?.partialRollouts).toBe(false);
-    expect(parseRunConfig({ stages: [stage], ...hf, engines: [engines[0]], async: { partialRollouts: true } }).async?.partialRollouts).toBe(true);
-    expect(parseRunConfig({ stages: [stage], async: { partialRollouts: true } }).async?.partialRollouts).toBe(true);
+    const decoupledHf = { ...hf, trainer: { kind: 'worker', decoupled: true } };
+    expect(parseRunConfig({ stages: [stage], ...decoupledHf, engines: [engines[0]], async: { partialRollouts: true } }).async?.partialRollouts).toBe(true);
+    expect(parseRunConfig({ stages: [stage], trainer: { decoupled: true }, async: { partialRollouts: true } }).async?.partialRollouts).toBe(true);
     // Absent stays absent, so recorded configs keep their bytes.
     expect('async' in parseRunConfig({ stages: [stage] })).toBe(false);
+  });
+
+  it('async.partialRollouts without trainer.decoupled is refused naming trainer.decoupled and the fix, on either trainer', () => {
+    const hf = { policy: { kind: 'hf', path: '/models/q' }, engines: [{ kind: 'sglang', url: 'http://a:30000' }] };
+    for (const [cfg, trainer] of [
+      [{}, {}],
+      [{}, { decoupled: false }],
+      [hf, { kind: 'worker' }],
+      [hf, { kind: 'worker', tisCap: 2 }],
+    ] as const) {
+      const e = refused({ stages: [stage], ...cfg, trainer, async: { maxStaleness: 1, partialRollouts: true } });
+      expect(e).toBeInstanceOf(ConfigError);
+      expect(e.field).toBe('trainer.decoupled');
+      expect(e.message).toMatch(/^async\.partialRollouts is true but trainer\.decoupled is not: .*set trainer\.decoupled: true, or set async\.partialRollouts to false$/);
+    }
+    // Async without partial rollouts needs no decoupled loss (each rollout is one version's); with it, decoupled passes.
+    expect(parseRunConfig({ stages: [stage], async: { maxStaleness: 2 } }).trainer.decoupled).toBeUndefined();
+    const c = parseRunConfig({ stages: [stage], trainer: { decoupled: true }, async: { maxStaleness: 1, partialRollouts: true } });
+    expect([c.trainer.decoupled, c.async]).toEqual([true, { maxStaleness: 1, partialRollouts: true }]);
+    // The engine check comes first: vLLM stays refused by engine whatever the trainer.
+    const vllm = refused({ stages: [stage], policy: { kind: 'hf', path: '/m' }, trainer: { kind: 'worker', decoupled: true }, engines: [{ kind: 'vllm', url: 'http://b:8000' }], async: { partialRollouts: true } });
+    expect(vllm).toBeInstanceOf(PartialRolloutsUnsupportedError);
   });
 
   it('a URI in a path field is refused naming the field and the fix (no code fetches s3:// or https://)', () => {

@@ -244,7 +244,8 @@ export const RunConfigSchema = z.strictObject({
    * `partialRollouts`: a weight update arriving while a turn is generated interrupts the turn and continues it
    * under the new weights, each stretch of tokens recording the policy version that sampled it
    * (`TurnGenerated.segments`, protocol.md §8); needs engines that can interrupt a turn
-   * ({@link ENGINE_KINDS_WITH_PARTIAL_ABORT}). Default false: an update waits for in-flight rollouts. The step
+   * ({@link ENGINE_KINDS_WITH_PARTIAL_ABORT}) and `trainer.decoupled: true` (validation refuses it otherwise,
+   * naming `trainer.decoupled`). Default false: an update waits for in-flight rollouts. The step
    * driver's window and staleness bound do not depend on it.
    * Absent = synchronous (and absent rather than defaulted, so configs recorded without it stay byte-identical).
    */
@@ -282,7 +283,8 @@ export type ModelConfig = z.infer<typeof ModelConfigSchema>;
 
 /**
  * Validate a run config object. Throws {@link ConfigError} whose message names the field path and the
- * fix ({@link PartialRolloutsUnsupportedError} for `async.partialRollouts` on an engine that cannot interrupt a turn), e.g. `stages.0.lr: expected number, received string (fix the value in your YAML)`.
+ * fix ({@link PartialRolloutsUnsupportedError} for `async.partialRollouts` on an engine that cannot interrupt a turn;
+ * field `trainer.decoupled` for `async.partialRollouts` without decoupled PPO), e.g. `stages.0.lr: expected number, received string (fix the value in your YAML)`.
  */
 export function parseRunConfig(input: unknown): RunConfig {
   refuseIgnoredFields(input);
@@ -345,6 +347,14 @@ export function parseRunConfig(input: unknown): RunConfig {
   if (c.async?.partialRollouts) {
     const i = c.engines.findIndex((e) => !ENGINE_KINDS_WITH_PARTIAL_ABORT.includes(e.kind));
     if (i >= 0) throw new PartialRolloutsUnsupportedError(i, c.engines[i].kind);
+    // One turn then holds tokens of two policy versions: only decoupled PPO weighs each token by the
+    // behaviour logprob the engine recorded against the trainer's recomputed proximal one (protocol.md §8).
+    if (c.trainer.decoupled !== true) {
+      throw new ConfigError(
+        'async.partialRollouts is true but trainer.decoupled is not: a partial rollout continues a turn under new weights, so its tokens come from two policy versions and the loss needs the decoupled off-policy correction; set trainer.decoupled: true, or set async.partialRollouts to false',
+        'trainer.decoupled',
+      );
+    }
   }
   if (c.data.source === 'file' && !c.data.path) {
     throw new ConfigError('data.path is required when data.source is "file" (give a JSON-lines dataset)', 'data.path');

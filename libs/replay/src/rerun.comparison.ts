@@ -112,6 +112,9 @@ function compareRollout(a: RolloutRecord, b: RolloutRecord | undefined): RerunRo
     row.differences.push('not re-run (no rollout with this prompt and sample index in the rerun)');
     return row;
   }
+  // Other weights sample other tokens: an async step's rerun must serve each rollout its original version.
+  const [va, vb] = [a.completed?.policyVersion, b.completed?.policyVersion];
+  if (va !== undefined && vb !== undefined && va !== vb) row.differences.push(`sampled on policy version ${va} in the original, ${vb} in the rerun`);
   // What the rollout did after a timing-dependent observation may differ legitimately: a tool output that
   // depends on timing, or the tool response the model read (it carries the call's execution time).
   const detCall = calls.findIndex((c) => c.cause !== null && c.deterministic);
@@ -135,7 +138,7 @@ function compareRollout(a: RolloutRecord, b: RolloutRecord | undefined): RerunRo
 
 /**
  * Compare a rerun of a recorded step (`rstar replay rerun`, see `rerunStep`) with the original, rollout
- * by rollout, matched by (prompt index, sample index): reward, final answer (the grader's extraction),
+ * by rollout, matched by (prompt index, sample index): the policy version that sampled it, reward, final answer (the grader's extraction),
  * response text, each tool call's output (classified by {@link classifyToolOutputDiff}), and each
  * group's equal-reward drop and RoC penalties (its kept samples are only noted: the RoC draw is seeded
  * by `seedOf(runSeed, step, groupId)` and the rerun's group ids are new). With the engine's

@@ -5,6 +5,7 @@ import { indexRun } from './run.index';
 import { compareRerun, formatRerunComparison } from './rerun.comparison';
 import { NotInRunError } from './errors';
 import { createRegrader } from './reward.regrader';
+import { rerunPhases, rerunStep } from './step.rerun';
 
 const opts = { grade: createRegrader(), seed: 4, steps: 1, promptsPerStep: 3, samples: 4, keep: 2, responseChars: 0 };
 let original: RstarEvent[];
@@ -90,5 +91,36 @@ describe('compareRerun: a rerun of a recorded step against the original, rollout
     expect(c.rollouts[0].differences).toEqual([expect.stringContaining('not re-run')]);
     expect(c.ok).toBe(false);
     expect(() => compareRerun(indexRun(original), indexRun(rerun), 5)).toThrow(NotInRunError);
+  });
+  it('given a rerun rollout sampled on another policy version than the original, then it is a deterministic difference naming both versions', () => {
+    const b = clone();
+    const rc = b.find((e): e is RstarEvent<'RolloutCompleted'> => e.type === 'RolloutCompleted')!;
+    const was = rc.data.policyVersion;
+    rc.data.policyVersion = was + 1;
+    const c = compare(b);
+    const row = c.rollouts.find((r) => r.rerunRolloutId === rc.data.rolloutId)!;
+    expect(row.differences).toEqual([`sampled on policy version ${was} in the original, ${was + 1} in the rerun`]);
+    expect(c.ok).toBe(false);
+  });
+});
+
+describe('rerunPhases: an async step re-run on the weights each rollout was sampled on', () => {
+  it('given a step whose rollouts were sampled under two versions (an update reached the engines between them), then one phase per version, lowest first, under the rerun ids', () => {
+    const a: RstarEvent[] = JSON.parse(JSON.stringify(original));
+    const completed = a.filter((e): e is RstarEvent<'RolloutCompleted'> => e.type === 'RolloutCompleted');
+    const later = new Set(completed.slice(5).map((e) => e.data.rolloutId));
+    for (const e of completed.slice(5)) e.data.policyVersion = 1;
+    const ix = indexRun(a);
+    const phases = rerunPhases(ix, 0);
+    expect(phases.map((p) => [p.policyVersion, p.rolloutIds.length])).toEqual([[0, 5], [1, 7]]);
+    expect(new Set(phases[1].rolloutIds)).toEqual(later);
+    // The plan carries them under its own run's ids, and every requested rollout is in exactly one phase.
+    const plan = rerunStep(ix, { step: 0, newRunId: 'again' });
+    expect(plan.phases.map((p) => p.rolloutIds.map((id) => id.replace('again', 'orig')))).toEqual(phases.map((p) => p.rolloutIds));
+    const requested = plan.events.flatMap((e) => (e.type === 'RolloutRequested' ? [e.data.rolloutId] : []));
+    expect(plan.phases.flatMap((p) => p.rolloutIds).sort()).toEqual([...requested].sort());
+    // A synchronous step: one phase holding every rollout.
+    expect(rerunPhases(indexRun(original), 0).map((p) => p.rolloutIds.length)).toEqual([12]);
+    expect(() => rerunPhases(ix, 3)).toThrow(NotInRunError);
   });
 });

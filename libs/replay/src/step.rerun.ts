@@ -19,6 +19,44 @@ export interface RerunPlan {
   step: number;
   /** RunStarted (with `rerunOf`), StepStarted, then every RolloutRequested of the step. */
   events: RstarEvent[];
+  /**
+   * The step's rollouts by the policy version that sampled them in the original run
+   * (`RolloutCompleted.policyVersion`, else the request's), lowest version first; rollout ids are the
+   * rerun's. One phase for a synchronous step. An asynchronous step (`async.maxStaleness` >= 1) is
+   * requested ahead of the trainer, so an update can reach the engines between its rollouts: a rerun
+   * that is to reproduce them serves each phase's rollouts on that phase's weights
+   * ({@link rerunPhases}).
+   */
+  phases: RerunPhase[];
+}
+
+/** Rollouts of a rerun that the original sampled under one policy version. */
+export interface RerunPhase {
+  policyVersion: number;
+  /** The rerun's rollout ids, in request order. */
+  rolloutIds: string[];
+}
+
+/**
+ * The rollouts of recorded step `step`, grouped by the policy version that sampled each in the original
+ * run (see {@link RerunPlan.phases}), with rollout ids re-derived for `rerunRunId` (the original's own ids
+ * when it is the original run id). A partial rollout (turns continued under a newer version,
+ * `TurnGenerated.segments`) belongs to the phase of the version it started under.
+ * Throws {@link NotInRunError} for an unknown step.
+ */
+export function rerunPhases(ix: RunIndex, step: number, rerunRunId: string = ix.runId): RerunPhase[] {
+  const rec = ix.steps.find((s) => s.step === step);
+  if (!rec) throw new NotInRunError('step', step, ix.runId, ix.steps.map((s) => s.step));
+  const byVersion = new Map<number, string[]>();
+  for (const id of rec.groupIds.flatMap((g) => ix.groups.get(g)!.rolloutIds)) {
+    const r = ix.rollouts.get(id)!;
+    if (!r.requested) continue;
+    const v = r.completed?.policyVersion ?? r.requested.policyVersion;
+    const ids_ = byVersion.get(v) ?? [];
+    ids_.push(ids.rollout(rerunRunId, r.requested.step, r.requested.promptIdx, r.requested.sampleIdx));
+    byVersion.set(v, ids_);
+  }
+  return [...byVersion.entries()].sort(([a], [b]) => a - b).map(([policyVersion, rolloutIds]) => ({ policyVersion, rolloutIds }));
 }
 
 const PRODUCER = 'replay';
@@ -59,5 +97,5 @@ export function rerunStep(events: Iterable<RstarEvent> | RunIndex, opts: RerunOp
       data: { ...data, rolloutId, groupId: ids.group(runId, q.step, q.promptIdx) },
     });
   });
-  return { runId, originalRunId: ix.runId, step: opts.step, events: [started, stepStarted, ...rollouts] };
+  return { runId, originalRunId: ix.runId, step: opts.step, events: [started, stepStarted, ...rollouts], phases: rerunPhases(ix, opts.step, runId) };
 }

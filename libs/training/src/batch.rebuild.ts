@@ -13,7 +13,8 @@ export class BatchRebuildError extends RstarError {
 /**
  * Rebuild the training batch of one RL step from a run's events alone (docs/design/architecture.md §1 replay): the
  * step's groups in prompt order (`StepStarted.promptIds`, then any extra groups of dynamic sampling), each group's kept rollouts in
- * `GroupResampled.kept` order with their rewards, and each rollout's tokens, logprobs and loss mask
+ * `GroupResampled.kept` order with their rewards, less the rollouts optimization left out as stale
+ * (`RolloutDiscarded`, async runs), and each rollout's tokens, logprobs and loss mask
  * from `RolloutCompleted`, through `@rstar/grpo`'s `buildTrainingBatch` — the same inputs the
  * optimization service used. Its `hash` equals the step's `StepOptimized.batchHash` when the log is
  * complete. @throws BatchRebuildError naming the missing event.
@@ -23,11 +24,13 @@ export function rebuildStepBatch(events: readonly RstarEvent[], step: number): T
   if (!started) throw new BatchRebuildError(`no StepStarted for step ${step}`, 'StepStarted');
   const resampled = new Map<string, RstarEvent<'GroupResampled'>>();
   const completed = new Map<string, RstarEvent<'RolloutCompleted'>>();
+  const discarded = new Set<string>();
   const groupOrder: string[] = [];
   for (const e of events) {
     if (e.type === 'GroupResampled' && e.data.step === step) resampled.set(e.data.groupId, e as RstarEvent<'GroupResampled'>);
     else if (e.type === 'RolloutCompleted' && e.data.step === step) completed.set(e.data.rolloutId, e as RstarEvent<'RolloutCompleted'>);
     else if (e.type === 'RolloutRequested' && e.data.step === step && e.data.sampleIdx === 0) groupOrder[e.data.promptIdx] = e.data.groupId;
+    else if (e.type === 'RolloutDiscarded' && e.data.step === step) discarded.add(e.data.rolloutId);
   }
   // Groups past the StepStarted prompts are the extra groups of dynamic sampling (roc.maxExtraGroups), in prompt order too.
   const prompts = started.data.promptIds.length;
@@ -38,10 +41,12 @@ export function rebuildStepBatch(events: readonly RstarEvent[], step: number): T
   for (const groupId of groupOrder) {
     const g = resampled.get(groupId);
     if (!g) throw new BatchRebuildError(`no GroupResampled for ${groupId}`, 'GroupResampled');
-    if (g.data.kept.length === 0) continue;
+    // A stale rollout never entered the batch (the step driver's discardStale; replay's batch check agrees).
+    const kept = g.data.kept.filter((id) => !discarded.has(id));
+    if (kept.length === 0) continue;
     groups.push({
       groupId,
-      rollouts: g.data.kept.map((id) => {
+      rollouts: kept.map((id) => {
         const r = completed.get(id);
         if (!r) throw new BatchRebuildError(`no RolloutCompleted for kept rollout ${id}`, 'RolloutCompleted');
         return { rolloutId: id, reward: g.data.rewards[id], promptTokenIds: r.data.promptTokenIds, responseTokenIds: r.data.responseTokenIds, logprobs: r.data.logprobs, lossMask: r.data.lossMask };

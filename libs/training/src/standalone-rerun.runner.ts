@@ -1,4 +1,4 @@
-import { groupTimeoutBudgetS, parseRunConfig, type RstarEvent, type RunConfig } from '@rstar/contracts';
+import { groupTimeoutBudgetS, makeEvent, parseRunConfig, streams, type RstarEvent, type RunConfig } from '@rstar/contracts';
 import type { Runtime } from '@rstar/runtime';
 import { createEngines, startBuiltinEngine, type BuiltinEngine } from '@rstar/engines';
 import { ReplayError, compareRerun, indexRun, rerunStep, type RerunComparison, type RerunPlan } from '@rstar/replay';
@@ -40,10 +40,15 @@ export interface StandaloneRerunResult {
  * `rstar replay rerun RUN --step N` without running services (standalone): builds the rerun
  * plan ({@link rerunStep}: the step's StepStarted and RolloutRequested under a new run id, `rerunOf`
  * linking the original), starts the rollout path in this process exactly as `rstar train` wires it
- * ({@link startRolloutServices}) with the built-in engine serving the checkpoint of the step's policy
- * version ({@link policyCheckpointOf}), publishes the plan on `runtime`'s bus, waits until every group of
- * the step is resampled (or timed out by the resampler), and compares the rerun with the original
- * rollout by rollout ({@link compareRerun}).
+ * ({@link startRolloutServices}) with the built-in engine serving the checkpoint of the policy version
+ * that sampled the step's first rollouts ({@link policyCheckpointOf}), publishes the plan on `runtime`'s
+ * bus, waits until every group of the step is resampled (or timed out by the resampler), and compares the
+ * rerun with the original rollout by rollout ({@link compareRerun}).
+ * An asynchronous step whose rollouts were sampled under several versions (an update reached the engines
+ * between them, `RerunPlan.phases`) is re-run phase by phase: each phase's requests are published once
+ * the previous phase's rollouts completed and the engine loaded the phase's weights (a `PolicyUpdated` of
+ * the rerun run carrying the original's checkpoint of that version), so every rollout samples on the
+ * weights it sampled on originally.
  * @throws ReplayError `no_run_config` (no RunStarted or no valid config in the log), `checkpoint_missing` (the weights of the
  *   step's policy version are gone), `rerun_timeout`; NotInRunError for an unknown step.
  */
@@ -59,24 +64,28 @@ export async function rerunStepStandalone(o: StandaloneRerunOptions): Promise<St
   }
   const plan = rerunStep(ix, { step: o.step, newRunId: o.newRunId, mode: 'standalone' });
   const requests = plan.events.filter((e): e is RstarEvent<'RolloutRequested'> => e.type === 'RolloutRequested');
-  const version = requests[0].data.policyVersion;
-  const checkpoint = policyCheckpointOf(ix, version, o.runDir);
-  if (!checkpoint) {
+  const checkpoints = plan.phases.map((p) => {
+    const dir = policyCheckpointOf(ix, p.policyVersion, o.runDir);
+    if (dir) return dir;
     throw new ReplayError(
       'checkpoint_missing',
-      `the weights of policy version ${version} (step ${o.step} of run ${o.runId}) are not on disk under ${o.runDir}; pass --data-dir <run folder>/events of the run that wrote them`,
+      `the weights of policy version ${p.policyVersion} (step ${o.step} of run ${o.runId}) are not on disk under ${o.runDir}; pass --data-dir <run folder>/events of the run that wrote them`,
       'step',
     );
-  }
+  });
+  const version = plan.phases[0].policyVersion;
+  const checkpoint = checkpoints[0];
   const groups = new Set(requests.map((e) => e.data.groupId));
   const { bus, store } = o.runtime;
   const resampled = new Set<string>();
+  const completed = new Set<string>();
   const watch = await bus.subscribe({
     durable: `replay-rerun-${plan.runId}`,
-    types: ['GroupResampled'],
+    types: ['GroupResampled', 'RolloutCompleted'],
     concurrency: 1,
     handler: async (e) => {
       if (e.runId === plan.runId && e.type === 'GroupResampled') resampled.add(e.data.groupId);
+      if (e.runId === plan.runId && e.type === 'RolloutCompleted') completed.add(e.data.rolloutId);
     },
   });
   const sandbox = new SandboxPool({ workers: o.sandboxWorkers ?? 2, onWarning: (m) => say(`sandbox: ${m}`) });
@@ -88,12 +97,32 @@ export async function rerunStepStandalone(o: StandaloneRerunOptions): Promise<St
     services = await startRolloutServices({
       bus, store, runId: plan.runId, config, sandbox, engines: createEngines([`builtin=${engine.url}`]), tokenizer: engine.model.tokenizer, initialPolicyVersion: version,
     });
-    say(`rerun ${plan.runId} of run ${o.runId} step ${o.step}: ${requests.length} rollouts in ${groups.size} groups on policy version ${version} (${checkpoint})`);
-    await bus.publish(plan.events);
+    const versions = plan.phases.map((p) => `${p.rolloutIds.length} on policy version ${p.policyVersion}`).join(', then ');
+    say(`rerun ${plan.runId} of run ${o.runId} step ${o.step}: ${requests.length} rollouts in ${groups.size} groups, ${versions} (${checkpoint})`);
     // The resampler times each group out after the budget its requests carry; wait a little longer than that.
     const budgetS = Math.max(0, ...requests.map((e) => e.data.resample?.timeoutS ?? 0)) || groupTimeoutBudgetS(config, stageOf(config, o.step).stage);
     const timeoutMs = o.timeoutMs ?? budgetS * 1000 + 120_000;
     const t0 = Date.now();
+    const waitFor = async (what: string, done: () => boolean) => {
+      while (!done()) {
+        if (Date.now() - t0 > timeoutMs) throw new ReplayError('rerun_timeout', `rerun ${plan.runId}: ${what} after ${timeoutMs} ms (raise roc.groupTimeoutS or check the sandbox)`, 'step');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    const byId = new Map(requests.map((e) => [e.data.rolloutId, e]));
+    const [head, ...later] = plan.phases;
+    await bus.publish([...plan.events.filter((e) => e.type !== 'RolloutRequested'), ...head.rolloutIds.map((id) => byId.get(id)!)]);
+    let previous = head;
+    for (const [k, phase] of later.entries()) {
+      await waitFor(`the rollouts of policy version ${previous.policyVersion} not all completed`, () => previous.rolloutIds.every((id) => completed.has(id)));
+      const original = ix.policyUpdates.find((p) => p.version === phase.policyVersion)!;
+      const update = { version: phase.policyVersion, checkpointUri: checkpoints[k + 1], checkpointHash: original.checkpointHash };
+      await bus.publish(makeEvent('PolicyUpdated', { runId: plan.runId, streamId: streams.run(plan.runId), key: `${plan.runId}:rerun:${phase.policyVersion}`, producer: 'replay', data: update }));
+      await waitFor(`policy-serving did not load policy version ${phase.policyVersion}`, () => services!.serving.policyVersion >= phase.policyVersion);
+      say(`policy version ${phase.policyVersion} loaded: ${phase.rolloutIds.length} more rollouts`);
+      await bus.publish(phase.rolloutIds.map((id) => byId.get(id)!));
+      previous = phase;
+    }
     let shown = -1;
     while (resampled.size < groups.size) {
       if (Date.now() - t0 > timeoutMs) {

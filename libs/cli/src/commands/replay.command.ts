@@ -145,7 +145,8 @@ function sources(cmd: Command): Command {
  * - `rerun RUN --step N [--nats URL | --standalone] [--out FILE] [--json]`: re-publish the step's inputs
  *   under a new run id (RunStarted.rerunOf links it) to running services; or, with `--standalone` or
  *   without a NATS URL, run them in this process and compare with the original step (exit code 0 only
- *   when every deterministic outcome matches); or write them as JSON lines.
+ *   when every deterministic outcome matches; an async step's rollouts each on the policy version that
+ *   sampled them); or write them as JSON lines.
  * - `export RUN --out FILE`: the run's events as JSON lines.
  */
 export function register(program: Command): void {
@@ -276,6 +277,11 @@ export function register(program: Command): void {
         await runtime.close();
       }
       process.stdout.write(`rerun ${plan.runId} of ${runId} step ${step}: published ${rollouts} RolloutRequested; watch it with \`rstar replay show ${plan.runId}\`\n`);
+      if (plan.phases.length > 1) {
+        // The running services serve whatever weights they hold: say that the step needs several.
+        const versions = plan.phases.map((p) => `${p.rolloutIds.length} on version ${p.policyVersion}`).join(', ');
+        process.stderr.write(`rstar replay: step ${step} was sampled on several policy versions (${versions}); the running services serve the weights they hold, so use --standalone to re-run each rollout on its own version\n`);
+      }
     });
 
 }
