@@ -28,7 +28,11 @@ import { httpGetJson, loneInterleaved, startBareHttpServer } from './sandbox.htt
  * >= 40x, >= 4x the floor, lone p50 <= 5 ms. And the HTTP path against the library itself (issue 28),
  * the same pool size in this process, alternating rounds: `http_vs_library_trivial` (`print(1)`),
  * `http_vs_library_trajectory` (the same ToRA blocks), goals >= 0.85, and `http_lone_overhead_ms`
- * (lone-call p50 through HTTP minus through the library, interleaved), goal <= 1 ms. Last: a program importing scipy.stats (what the scipy
+ * (lone-call p50 through HTTP minus through the library, interleaved), goal <= 1 ms; interleaved with
+ * those lone calls, two references that split that overhead: `http_bare_rtt_ms` (a bare `node:http`
+ * server in its own process: the floor of any HTTP hop on this host at this load) and
+ * `http_route_rtt_ms` (the service's `GET /v1/sandbox`: Nest, tracing and auth without the pool).
+ * Last: a program importing scipy.stats (what the scipy
  * zygote serves warm) and the containment figure `timeout_overrun_ms` (how far past its limit a
  * timed-out call ends), which tests only bound loosely.
  */
