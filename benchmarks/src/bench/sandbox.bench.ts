@@ -5,6 +5,7 @@ import { cpus, loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { REPO_ROOT, SandboxPool, loadTrajectories, replayTrajectories, resolvePython, type ExecRequest, type ExecResult } from '@rstar/sandbox';
+import { httpGetJson, loneInterleaved, startBareHttpServer } from './sandbox.http-lone';
 
 /**
  * `pnpm bench sandbox [--quick]`: warm-zygote sandbox vs the baseline rStar2 trained with (a fresh
@@ -27,7 +28,11 @@ import { REPO_ROOT, SandboxPool, loadTrajectories, replayTrajectories, resolvePy
  * >= 40x, >= 4x the floor, lone p50 <= 5 ms. And the HTTP path against the library itself (issue 28),
  * the same pool size in this process, alternating rounds: `http_vs_library_trivial` (`print(1)`),
  * `http_vs_library_trajectory` (the same ToRA blocks), goals >= 0.85, and `http_lone_overhead_ms`
- * (lone-call p50 through HTTP minus through the library, interleaved), goal <= 1 ms. Last: a program importing scipy.stats (what the scipy
+ * (lone-call p50 through HTTP minus through the library, interleaved), goal <= 1 ms; interleaved with
+ * those lone calls, two references that split that overhead: `http_bare_rtt_ms` (a bare `node:http`
+ * server in its own process: the floor of any HTTP hop on this host at this load) and
+ * `http_route_rtt_ms` (the service's `GET /v1/sandbox`: Nest, tracing and auth without the pool).
+ * Last: a program importing scipy.stats (what the scipy
  * zygote serves warm) and the containment figure `timeout_overrun_ms` (how far past its limit a
  * timed-out call ends), which tests only bound loosely.
  */
@@ -357,21 +362,6 @@ async function serviceVsFloor(
   return { service: sv, floor: fl, ratio: sv / fl };
 }
 
-/** p50 in ms of `n` lone calls (one at a time) of each side, interleaved call by call so both see the same load. */
-async function loneP50s(n: number, a: () => Promise<unknown>, b: () => Promise<unknown>): Promise<{ a: number; b: number; bP99: number }> {
-  const la: number[] = [];
-  const lb: number[] = [];
-  for (let i = 0; i < n; i++) {
-    let t = performance.now();
-    await a();
-    la.push(performance.now() - t);
-    t = performance.now();
-    await b();
-    lb.push(performance.now() - t);
-  }
-  return { a: pct(la, 50), b: pct(lb, 50), bP99: pct(lb, 99) };
-}
-
 /**
  * rstar through its HTTP service (its own process, its own pool of the same size) against the same
  * calls through the library (`pool`, in this process) and against the floor (bare `python3 -c`, 2 at a
@@ -388,10 +378,31 @@ async function viaHttp(python: string, quick: boolean, pool: SandboxPool): Promi
     const exOk = async (req: ExecRequest) => ({ ok: (await httpExecute(svc.url, req)).status === 'ok' });
     const libOk = async (req: ExecRequest) => ({ ok: (await pool.execute(req)).status === 'ok' });
     for (let i = 0; i < 50; i++) await httpExecute(svc.url, { code: 'pass' });
-    const lone = await loneP50s(quick ? 100 : 300, () => pool.execute({ code: 'pass' }), () => httpExecute(svc.url, { code: 'pass' }));
-    const loneP50 = lone.b;
-    const loneOverhead = lone.b - lone.a;
-    log(`(http) lone call: p50 ${r2(loneP50)} ms, p99 ${r2(lone.bP99)} ms; through the library p50 ${r2(lone.a)} ms -> ${r2(loneOverhead)} ms over`);
+    // Lone calls, interleaved call by call: the library, the service's /v1/execute, and two references
+    // that split the difference: a bare node:http server in its own process (the floor of any HTTP hop
+    // here: two process wake-ups and node:http at both ends) and the service's GET /v1/sandbox (Nest,
+    // tracing, auth, no pool, no body).
+    const bare = await startBareHttpServer();
+    let lone;
+    try {
+      for (let i = 0; i < 50; i++) await httpExecute(bare.url, { code: 'pass' });
+      lone = await loneInterleaved(quick ? 100 : 300, {
+        library: () => pool.execute({ code: 'pass' }),
+        http: () => httpExecute(svc.url, { code: 'pass' }),
+        bare: () => httpExecute(bare.url, { code: 'pass' }),
+        route: () => httpGetJson(svc.url + '/v1/sandbox', AGENT),
+      });
+    } finally {
+      await bare.stop();
+    }
+    const loneP50 = lone.http.p50;
+    const loneOverhead = lone.http.p50 - lone.library.p50;
+    log(`(http) lone call: p50 ${r2(loneP50)} ms, p99 ${r2(lone.http.p99)} ms; through the library p50 ${r2(lone.library.p50)} ms -> ${r2(loneOverhead)} ms over`);
+    log(
+      `(http) of the ${r2(loneOverhead)} ms: a bare node:http round trip to another process ${r2(lone.bare.p50)} ms (the floor of any HTTP hop at this load), ` +
+        `the service's GET /v1/sandbox ${r2(lone.route.p50)} ms (${r2(lone.route.p50 - lone.bare.p50)} ms of Nest, tracing and auth over the floor), ` +
+        `the rest ${r2(loneOverhead - lone.route.p50)} ms (body, validation, the extra hop to the service's pool)`,
+    );
     const trivialVsLib = await serviceVsFloor(
       '(http vs library a) print(1)',
       rounds,
@@ -472,6 +483,8 @@ async function viaHttp(python: string, quick: boolean, pool: SandboxPool): Promi
       http_vs_library_trivial: r2(trivialVsLib.ratio),
       http_vs_library_trajectory: r2(trajectoryVsLib),
       http_lone_overhead_ms: r2(loneOverhead),
+      http_bare_rtt_ms: r2(lone.bare.p50),
+      http_route_rtt_ms: r2(lone.route.p50),
     };
   } finally {
     AGENT.destroy();
