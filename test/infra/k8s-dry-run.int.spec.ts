@@ -4,7 +4,7 @@ import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../support/service-process';
 import { kustomizeCommand, render, renderComposed, type K8sObject } from '../support/k8s.rules';
-import { vendoredCrds } from '../support/k8s-schema';
+import { PUBLISHED_CRD_DIR, vendoredCrds } from '../support/k8s-schema';
 import { KubeApiserver, kubeApiserverMissing } from '../support/kube-apiserver';
 
 /*
@@ -56,9 +56,12 @@ function structural(s: unknown): unknown {
   return out;
 }
 
-/** The CRDs the manifests need: the published ones as released, the excerpts wrapped as CRDs. */
+/**
+ * The CRDs the manifests need: the published ones as released (KEDA, Prometheus Operator, Barman Cloud,
+ * CloudNativePG, LeaderWorkerSet: PUBLISHED_CRD_KINDS), the remaining excerpts (Strimzi) wrapped as CRDs.
+ */
 function crdObjects(): K8sObject[] {
-  const dir = join(REPO_ROOT, '.tools/crds');
+  const dir = PUBLISHED_CRD_DIR;
   const published = readdirSync(dir).filter((f) => f.endsWith('.yaml')).map((f) => parse(readFileSync(join(dir, f), 'utf8')) as K8sObject);
   const have = new Set(published.map((c) => `${c.spec.group} ${c.spec.names.kind}`));
   const byKind = new Map<string, { group: string; kind: string; versions: { name: string; schema: unknown }[] }>();
