@@ -6,7 +6,9 @@
 #   published CRDs of the operators rstar's manifests use, where a registry serves them: the Go module proxy
 #                    carries the operators' repositories as modules, so `go mod download` of a pinned release
 #                    gives the CRD exactly as published (KEDA ScaledObject, Prometheus Operator ServiceMonitor and
-#                    PodMonitor, Barman Cloud ObjectStore) into .tools/crds (test/infra/crds/README.md)
+#                    PodMonitor, Barman Cloud ObjectStore, CloudNativePG Cluster and ScheduledBackup,
+#                    LeaderWorkerSet) into .tools/crds, or into $RSTAR_CRDS_DIR when set (the tests read the same
+#                    variable; test/infra/crds/README.md)
 # Kubernetes' own schemas come from kubernetes-validate in .venv-dev (infra/python/requirements-dev.txt).
 # Idempotent: what is present at the pinned version is left alone. Run by infra/local/setup.sh.
 set -euo pipefail
@@ -20,6 +22,9 @@ github.com/kedacore/keda/v2@v2.21.0 config/crd/bases/keda.sh_scaledobjects.yaml
 github.com/prometheus-operator/prometheus-operator@v0.85.0 example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml
 github.com/prometheus-operator/prometheus-operator@v0.85.0 example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml
 github.com/cloudnative-pg/plugin-barman-cloud@v0.15.0 config/crd/bases/barmancloud.cnpg.io_objectstores.yaml
+github.com/cloudnative-pg/cloudnative-pg@v1.30.0 config/crd/bases/postgresql.cnpg.io_clusters.yaml
+github.com/cloudnative-pg/cloudnative-pg@v1.30.0 config/crd/bases/postgresql.cnpg.io_scheduledbackups.yaml
+sigs.k8s.io/lws@v0.7.0 config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml
 "
 mkdir -p "$tools/bin"
 t0=$(date +%s)
@@ -51,21 +56,23 @@ go_for_crds() {
   [ -n "$g" ] || { echo "install-infra-tools.sh: the published CRDs come from the Go module proxy: install golang-go" >&2; exit 1; }
   echo "$g"
 }
-mkdir -p "$tools/crds"
+crds="${RSTAR_CRDS_DIR:-$tools/crds}"
+mkdir -p "$crds"
+# The stamp is the hash of the list: a changed module, version or path fetches every CRD again.
 stamp="$(echo "$PUBLISHED_CRDS" | sha256sum | cut -c1-16)"
-if [ "$(cat "$tools/crds/.stamp" 2>/dev/null)" != "$stamp" ]; then
+if [ "$(cat "$crds/.stamp" 2>/dev/null)" != "$stamp" ]; then
   gobin="$(go_for_crds)"
-  rm -f "$tools/crds/"*.yaml
-  # Modules only (no build): a throwaway module cache under .tools, removed once the CRDs are copied out.
-  cache="$tools/go-crd-modules"
+  rm -f "$crds/"*.yaml "$crds/.stamp"
+  # Modules only (no build): a throwaway module cache, removed once the CRDs are copied out.
+  cache="$(mktemp -d "${TMPDIR:-/tmp}/rstar-crd-modules.XXXXXX")"
+  trap 'chmod -R u+w "$cache" 2>/dev/null; rm -rf "$cache"' EXIT
   echo "$PUBLISHED_CRDS" | while read -r mod path; do
     [ -n "$mod" ] || continue
     dir="$(GOMODCACHE="$cache" GOFLAGS=-mod=mod GOTOOLCHAIN=local "$gobin" mod download -json "$mod" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
     [ -f "$dir/$path" ] || { echo "install-infra-tools.sh: $mod has no $path" >&2; exit 1; }
-    cp "$dir/$path" "$tools/crds/$(basename "$path")"
+    cp "$dir/$path" "$crds/$(basename "$path")"
   done
-  chmod -R u+w "$cache" && rm -rf "$cache"
-  echo "$stamp" > "$tools/crds/.stamp"
+  echo "$stamp" > "$crds/.stamp"
 fi
 echo "install-infra-tools.sh: hadolint $("$tools/venv/bin/hadolint" --version | awk '{print $NF}'), kustomize from $( [ -x "$tools/bin/kustomize" ] && echo "$tools/bin/kustomize" || (command -v kustomize || echo 'kubectl kustomize')) ($(( $(date +%s) - t0 )) s)"
-echo "install-infra-tools.sh: published CRDs in $tools/crds: $(cd "$tools/crds" && ls *.yaml | tr '\n' ' ')"
+echo "install-infra-tools.sh: published CRDs in $crds: $(cd "$crds" && ls *.yaml | tr '\n' ' ')"

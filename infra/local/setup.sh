@@ -4,8 +4,8 @@
 #                                     pnpm + node modules, the sandbox's venv (.venv). Nothing else.
 #   bash infra/local/setup.sh         everything the tests need as well:
 # system packages (Postgres, NATS, bubblewrap, Java, Maven, chromium), pnpm + node modules, the sandbox's
-# Python venv (.venv), the infrastructure tests' tools (.tools: hadolint, kustomize), Kafka's jars and a
-# Jaeger binary under $RSTAR_TOOLS_DIR (the tracing and export tests), the tracker tests' venv
+# Python venv (.venv), the infrastructure tests' tools (.tools: hadolint, kustomize, the operators' published
+# CRDs), Kafka's jars and a Jaeger binary under $RSTAR_TOOLS_DIR (the tracing and export tests), the tracker tests' venv
 # (.venv-trackers: mlflow, wandb) and the trainer worker's (workers/.venv).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"

@@ -4,7 +4,7 @@ import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../support/service-process';
 import { kustomizeCommand, render, renderComposed, type K8sObject } from '../support/k8s.rules';
-import { vendoredCrds } from '../support/k8s-schema';
+import { PUBLISHED_CRD_DIR, vendoredCrds } from '../support/k8s-schema';
 import { KubeApiserver, kubeApiserverMissing } from '../support/kube-apiserver';
 
 /*
@@ -56,9 +56,12 @@ function structural(s: unknown): unknown {
   return out;
 }
 
-/** The CRDs the manifests need: the published ones as released, the excerpts wrapped as CRDs. */
+/**
+ * The CRDs the manifests need: the published ones as released (KEDA, Prometheus Operator, Barman Cloud,
+ * CloudNativePG, LeaderWorkerSet: PUBLISHED_CRD_KINDS), the remaining excerpts (Strimzi) wrapped as CRDs.
+ */
 function crdObjects(): K8sObject[] {
-  const dir = join(REPO_ROOT, '.tools/crds');
+  const dir = PUBLISHED_CRD_DIR;
   const published = readdirSync(dir).filter((f) => f.endsWith('.yaml')).map((f) => parse(readFileSync(join(dir, f), 'utf8')) as K8sObject);
   const have = new Set(published.map((c) => `${c.spec.group} ${c.spec.names.kind}`));
   const byKind = new Map<string, { group: string; kind: string; versions: { name: string; schema: unknown }[] }>();
@@ -121,7 +124,7 @@ suite('Kubernetes manifests against a real kube-apiserver (server-side dry-run)'
     }, 180_000);
   }
 
-  it('refuses what a schema alone lets through: a selector that does not match, a misspelt field, an uninstalled kind', async () => {
+  it('refuses what a schema alone lets through: a selector that does not match, a misspelt field, an uninstalled kind, a published CRD\'s CEL rule', async () => {
     const pod = { metadata: { labels: { app: 'a' } }, spec: { containers: [{ name: 'a', image: 'a:1' }] } };
     await api.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'rstar-dry-run-neg' } }, { dryRun: false });
     const cases: [K8sObject, RegExp][] = [
@@ -129,6 +132,9 @@ suite('Kubernetes manifests against a real kube-apiserver (server-side dry-run)'
       [{ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'x', namespace: 'rstar-dry-run-neg' }, spec: { selector: { matchLabels: { app: 'a' } }, template: pod, replicaz: 2 } }, /\.spec\.replicaz: field not declared in schema/],
       [{ apiVersion: 'v1', kind: 'Service', metadata: { name: 'Bad_Name', namespace: 'rstar-dry-run-neg' }, spec: { ports: [{ port: 80 }] } }, /Invalid value: "Bad_Name"/],
       [{ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'x' } }, /does not serve example.com\/v1 Widget/],
+      // The published CRDs' own rules: a CEL rule of CloudNativePG's Cluster, an undeclared field of LeaderWorkerSet.
+      [{ apiVersion: 'postgresql.cnpg.io/v1', kind: 'Cluster', metadata: { name: 'x', namespace: 'rstar-dry-run-neg' }, spec: { instances: 1, storage: { size: '1Gi' }, imageName: 'ghcr.io/cloudnative-pg/postgresql:16.10', imageCatalogRef: { apiGroup: 'postgresql.cnpg.io', kind: 'ImageCatalog', name: 'c', major: 16 } } }, /imageName and imageCatalogRef are mutually exclusive/],
+      [{ apiVersion: 'leaderworkerset.x-k8s.io/v1', kind: 'LeaderWorkerSet', metadata: { name: 'x', namespace: 'rstar-dry-run-neg' }, spec: { leaderWorkerTemplate: { sise: 2, workerTemplate: pod } } }, /\.spec\.leaderWorkerTemplate\.sise: field not declared in schema/],
     ];
     for (const [o, want] of cases) {
       const r = await api.apply(o, { dryRun: true });

@@ -1,4 +1,5 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,7 +8,7 @@ import { parseRunConfig } from '@rstar/contracts';
 import { loadRunConfig, overlayProblems } from '@rstar/step-driver';
 import { REPO_ROOT } from '../support/service-process';
 import { containersOf, gpuOf, kustomizeCommand, podTemplatesOf, render, renderComposed, ruleProblems, schemaError, type K8sObject } from '../support/k8s.rules';
-import { crdSource, kubernetesSchemaRoot, PUBLISHED_CRD_KINDS, StrictValidator } from '../support/k8s-schema';
+import { crdSource, kubernetesSchemaRoot, PUBLISHED_CRD_DIR, PUBLISHED_CRD_KINDS, StrictValidator, vendoredCrds } from '../support/k8s-schema';
 
 const KUSTOMIZE = kustomizeCommand();
 // CI installs kustomize and kubernetes-validate (infra/local/setup.sh): there their absence fails the suite.
@@ -445,6 +446,7 @@ suite('Kubernetes manifests', () => {
       [{ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'x' }, spec: { replicas: 'two', selector: {}, template: { spec: pod } } }, /\/spec\/replicas: must be integer/],
       [{ apiVersion: 'keda.sh/v1alpha1', kind: 'ScaledObject', metadata: { name: 'x' }, spec: { scaleTargetRef: { name: 'a' }, triggers: [], pollingIntervall: 10 } }, /unknown field "pollingIntervall"/],
       [{ apiVersion: 'postgresql.cnpg.io/v1', kind: 'Cluster', metadata: { name: 'x' }, spec: { instances: 3, storage: { sise: '1Gi' } } }, /\/spec\/storage: unknown field "sise"/],
+      [{ apiVersion: 'postgresql.cnpg.io/v1', kind: 'ScheduledBackup', metadata: { name: 'x' }, spec: { schedule: '0 0 2 * * *', cluster: { name: 'x' }, target: 'standby' } }, /\/spec\/target: must be equal to one of the allowed values \(primary, prefer-standby\)/],
       [{ apiVersion: 'leaderworkerset.x-k8s.io/v1', kind: 'LeaderWorkerSet', metadata: { name: 'x' }, spec: { leaderWorkerTemplate: { workerTemplate: { spec: { containers: [{ name: 'a', imagee: 'a:1' }] } } } } }, /containers\/0: unknown field "imagee"/],
       [{ apiVersion: 'monitoring.coreos.com/v1', kind: 'PodMonitor', metadata: { name: 'x', labelz: {} } as K8sObject['metadata'], spec: {} }, /\/metadata: unknown field "labelz"/],
       [{ apiVersion: 'monitoring.coreos.com/v1', kind: 'ServiceMonitor', metadata: { name: 'x' }, spec: { selector: {}, endpoints: [{ port: 'metrics', intervall: '15s' }] } }, /endpoints\/0: unknown field "intervall"/],
@@ -454,11 +456,23 @@ suite('Kubernetes manifests', () => {
     for (const [o, want] of cases) for (const v of validators) expect(v.problems(o).join('\n'), `${o.kind} on ${v.version}`).toMatch(want);
   });
 
-  it('validates KEDA, Prometheus Operator and Barman Cloud resources against their published CRDs, not excerpts', () => {
+  it('validates KEDA, Prometheus Operator, Barman Cloud, CloudNativePG and LeaderWorkerSet resources against their published CRDs, not excerpts', () => {
     for (const k of PUBLISHED_CRD_KINDS) {
       const [apiVersion, kind] = k.split(' ') as [string, string];
-      expect(crdSource(apiVersion, kind), k).toMatch(/^\.tools\/crds\/.+\.yaml$/);
+      const from = crdSource(apiVersion, kind);
+      expect(from?.published, `${k} from ${from?.source}`).toBe(true);
+      expect(from?.source, k).toMatch(/\/[a-z0-9.-]+_[a-z]+\.yaml$/);
     }
+    // Strimzi's KafkaTopic is still an excerpt: the Go module proxy refuses its module.
+    expect(crdSource('kafka.strimzi.io/v1beta2', 'KafkaTopic')).toEqual({ source: 'test/infra/crds/strimzi-kafkatopic.yaml', published: false });
+    // An excerpt of one of those kinds is refused, and so is a published folder that lacks one of them.
+    const excerpts = mkdtempSync(join(tmpdir(), 'rstar-crd-excerpts-'));
+    temps.push(excerpts);
+    writeFileSync(join(excerpts, 'lws.yaml'), 'group: leaderworkerset.x-k8s.io\nversion: v1\nkind: LeaderWorkerSet\nschema: { type: object }\n');
+    expect(() => vendoredCrds({ excerpts, published: PUBLISHED_CRD_DIR, publishedLabel: 'published' })).toThrow(/excerpt lws\.yaml is of leaderworkerset\.x-k8s\.io\/v1 LeaderWorkerSet, whose published CRD the test uses/);
+    const empty = mkdtempSync(join(tmpdir(), 'rstar-crd-published-'));
+    temps.push(empty);
+    expect(() => vendoredCrds({ excerpts: join(REPO_ROOT, 'test/infra/crds'), published: empty, publishedLabel: 'empty' })).toThrow(/no published CRD for .*postgresql\.cnpg\.io\/v1 Cluster.* in empty: run `bash infra\/local\/install-infra-tools\.sh`/);
     // Every rendered object of those kinds (every overlay and component) passed the published schema above; at
     // least one of each kind is rendered, so the published CRDs are really exercised.
     const all = [...rendered.values()].flat();

@@ -1,6 +1,6 @@
 import Ajv2020, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { parse } from 'yaml';
 import type { K8sObject } from './k8s.rules';
 import { REPO_ROOT } from './service-process';
@@ -8,10 +8,23 @@ import { REPO_ROOT } from './service-process';
 /** The strict JSON schemas of one Kubernetes version (kubernetes-validate's `v<X.Y.Z>-local-strict`). */
 const K8S_DEFS_ID = 'https://kubernetes.io/api/_definitions.json';
 const CRD_DIR = join(REPO_ROOT, 'test/infra/crds');
-/** Published CRDs fetched by infra/local/install-infra-tools.sh (from the operators' Go modules). */
-const PUBLISHED_CRD_DIR = join(REPO_ROOT, '.tools/crds');
+/**
+ * The published CRDs infra/local/install-infra-tools.sh fetches from the operators' Go modules: .tools/crds, or
+ * RSTAR_CRDS_DIR when set (the script writes where that variable points, so a checkout can keep its own).
+ */
+export const PUBLISHED_CRD_DIR = process.env.RSTAR_CRDS_DIR || join(REPO_ROOT, '.tools/crds');
+/** How sources in PUBLISHED_CRD_DIR are named in messages: the repository-relative path when it is the default. */
+const PUBLISHED_LABEL = process.env.RSTAR_CRDS_DIR || '.tools/crds';
 /** The custom resources whose published CRD the test must use (an excerpt of them is not accepted). */
-export const PUBLISHED_CRD_KINDS = ['keda.sh/v1alpha1 ScaledObject', 'monitoring.coreos.com/v1 ServiceMonitor', 'monitoring.coreos.com/v1 PodMonitor', 'barmancloud.cnpg.io/v1 ObjectStore'];
+export const PUBLISHED_CRD_KINDS = [
+  'keda.sh/v1alpha1 ScaledObject',
+  'monitoring.coreos.com/v1 ServiceMonitor',
+  'monitoring.coreos.com/v1 PodMonitor',
+  'barmancloud.cnpg.io/v1 ObjectStore',
+  'postgresql.cnpg.io/v1 Cluster',
+  'postgresql.cnpg.io/v1 ScheduledBackup',
+  'leaderworkerset.x-k8s.io/v1 LeaderWorkerSet',
+];
 
 /**
  * The folder of kubernetes-validate's schemas in .venv-dev (infra/python/requirements-dev.txt), or null when
@@ -27,14 +40,18 @@ export function kubernetesSchemaRoot(): string | null {
   return null;
 }
 
-/** One CRD schema: group, version, kind, its openAPIV3Schema and where it came from. */
+/** One CRD schema: group, version, kind, its openAPIV3Schema, where it came from and whether it is published. */
 interface CrdSchema {
   group: string;
   version: string;
   kind: string;
   schema: Record<string, unknown>;
   source: string;
+  published: boolean;
 }
+
+/** One excerpt of test/infra/crds: a CRD schema as written there. */
+type Excerpt = Omit<CrdSchema, 'source' | 'published'>;
 
 /** A published `CustomResourceDefinition` (apiextensions.k8s.io/v1), as much of it as the test reads. */
 interface PublishedCrd {
@@ -42,37 +59,62 @@ interface PublishedCrd {
   spec: { group: string; names: { kind: string }; versions: { name: string; served: boolean; schema?: { openAPIV3Schema: Record<string, unknown> } }[] };
 }
 
+/** The CRD folders {@link vendoredCrds} reads: excerpts (test/infra/crds) and published CRDs, with its label. */
+export interface CrdDirs {
+  excerpts: string;
+  published: string;
+  /** How messages name the published folder. */
+  publishedLabel: string;
+}
+const DEFAULT_DIRS: CrdDirs = { excerpts: CRD_DIR, published: PUBLISHED_CRD_DIR, publishedLabel: PUBLISHED_LABEL };
+/** The default folders' CRDs, read once per process (the LeaderWorkerSet CRD alone is 1.2 MB of YAML). */
+let defaultCrds: ReadonlyMap<string, CrdSchema> | null = null;
+
 /**
- * Every CRD schema the manifest test knows, by `group/version Kind`: the published CRDs in .tools/crds
- * (every served version) and the excerpts in test/infra/crds (README there) for the operators no registry
- * here serves. A published CRD wins over an excerpt of the same kind.
- * @throws Error naming the fix when a kind of {@link PUBLISHED_CRD_KINDS} has no published CRD.
+ * Every CRD schema the manifest test knows, by `group/version Kind`: the published CRDs in
+ * {@link PUBLISHED_CRD_DIR} (every served version) and the excerpts in test/infra/crds (README there) for the
+ * operators no registry here serves.
+ * @param dirs where to read them; the default folders unless a test names others.
+ * @throws Error naming the fix when a kind of {@link PUBLISHED_CRD_KINDS} has no published CRD, or has an
+ *   excerpt in the excerpt folder.
  */
-export function vendoredCrds(): Map<string, CrdSchema> {
+export function vendoredCrds(dirs: CrdDirs = DEFAULT_DIRS): ReadonlyMap<string, CrdSchema> {
+  if (dirs === DEFAULT_DIRS && defaultCrds) return defaultCrds;
   const out = new Map<string, CrdSchema>();
-  for (const f of readdirSync(CRD_DIR).filter((n) => n.endsWith('.yaml'))) {
-    const doc = parse(readFileSync(join(CRD_DIR, f), 'utf8'), { merge: true }) as Omit<CrdSchema, 'source'> | Omit<CrdSchema, 'source'>[];
-    for (const c of Array.isArray(doc) ? doc : [doc]) out.set(`${c.group}/${c.version} ${c.kind}`, { ...c, source: `test/infra/crds/${f}` });
+  for (const f of readdirSync(dirs.excerpts).filter((n) => n.endsWith('.yaml'))) {
+    const doc = parse(readFileSync(join(dirs.excerpts, f), 'utf8'), { merge: true }) as Excerpt | Excerpt[];
+    for (const c of Array.isArray(doc) ? doc : [doc]) {
+      const key = `${c.group}/${c.version} ${c.kind}`;
+      // A kind with a published CRD is checked against that CRD alone: an excerpt of it here would be a second,
+      // unchecked copy that drifts from the release.
+      if (PUBLISHED_CRD_KINDS.includes(key)) throw new Error(`excerpt ${f} is of ${key}, whose published CRD the test uses: delete it`);
+      out.set(key, { ...c, source: relative(REPO_ROOT, join(dirs.excerpts, f)), published: false });
+    }
   }
-  const published = existsSync(PUBLISHED_CRD_DIR) ? readdirSync(PUBLISHED_CRD_DIR).filter((n) => n.endsWith('.yaml')) : [];
+  const published = existsSync(dirs.published) ? readdirSync(dirs.published).filter((n) => n.endsWith('.yaml')) : [];
   for (const f of published) {
-    const crd = parse(readFileSync(join(PUBLISHED_CRD_DIR, f), 'utf8')) as PublishedCrd;
-    if (crd.kind !== 'CustomResourceDefinition') throw new Error(`.tools/crds/${f} is not a CustomResourceDefinition`);
+    const crd = parse(readFileSync(join(dirs.published, f), 'utf8')) as PublishedCrd;
+    if (crd.kind !== 'CustomResourceDefinition') throw new Error(`${dirs.publishedLabel}/${f} is not a CustomResourceDefinition`);
     for (const v of crd.spec.versions) {
       if (!v.served || !v.schema) continue;
       const key = `${crd.spec.group}/${v.name} ${crd.spec.names.kind}`;
-      out.set(key, { group: crd.spec.group, version: v.name, kind: crd.spec.names.kind, schema: v.schema.openAPIV3Schema, source: `.tools/crds/${f}` });
+      out.set(key, { group: crd.spec.group, version: v.name, kind: crd.spec.names.kind, schema: v.schema.openAPIV3Schema, source: `${dirs.publishedLabel}/${f}`, published: true });
     }
   }
-  const missing = PUBLISHED_CRD_KINDS.filter((k) => !out.get(k)?.source.startsWith('.tools/'));
+  const missing = PUBLISHED_CRD_KINDS.filter((k) => !out.get(k)?.published);
   if (missing.length)
-    throw new Error(`no published CRD for ${missing.join(', ')} in .tools/crds: run \`bash infra/local/install-infra-tools.sh\` (it fetches them from the operators' Go modules)`);
+    throw new Error(`no published CRD for ${missing.join(', ')} in ${dirs.publishedLabel}: run \`bash infra/local/install-infra-tools.sh\` (it fetches them from the operators' Go modules; RSTAR_CRDS_DIR, when set, must be the same for the script and the test)`);
+  if (dirs === DEFAULT_DIRS) defaultCrds = out;
   return out;
 }
 
-/** Where the schema of `apiVersion` + `kind` came from (a file of .tools/crds or test/infra/crds), or null. */
-export function crdSource(apiVersion: string, kind: string): string | null {
-  return vendoredCrds().get(`${apiVersion} ${kind}`)?.source ?? null;
+/**
+ * Where the schema of `apiVersion` + `kind` came from (a file of {@link PUBLISHED_CRD_DIR} or of
+ * test/infra/crds) and whether it is a published CRD, or null when no CRD serves that kind.
+ */
+export function crdSource(apiVersion: string, kind: string): { source: string; published: boolean } | null {
+  const c = vendoredCrds().get(`${apiVersion} ${kind}`);
+  return c ? { source: c.source, published: c.published } : null;
 }
 
 /**
@@ -144,7 +186,7 @@ export class StrictValidator {
         schema.properties ??= {};
         (schema.properties as Record<string, unknown>).metadata = { $ref: `${K8S_DEFS_ID}#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta` };
         validate = this.ajv.compile(schema);
-      } else return [`no schema for ${key} in Kubernetes ${this.version} nor in test/infra/crds or .tools/crds`];
+      } else return [`no schema for ${key} in Kubernetes ${this.version} nor in test/infra/crds or ${PUBLISHED_LABEL}`];
       this.compiled.set(key, validate);
     }
     if (validate(o)) return [];
