@@ -28,6 +28,13 @@ export function archiveRoleNames(prefix = 'rstar_') {
 
 const IDENT = /^[a-z_][a-z0-9_]{0,62}$/;
 
+/** Each option must be a lowercase identifier: it is spliced into SQL. @throws EventStoreConfigError naming the first that is not. */
+function requireIdentifiers(fields: Record<string, string>): void {
+  for (const [field, v] of Object.entries(fields)) {
+    if (!IDENT.test(v)) throw new EventStoreConfigError(`"${field}" must be a lowercase identifier, got "${v}"`, field);
+  }
+}
+
 /**
  * SQL (run by a superuser, idempotent) giving every service the least privilege on the archive:
  * - `<p>owner` (LOGIN): owns the schema, the events table, its sequence, the trigger function and
@@ -49,9 +56,7 @@ export function archiveRolesSql(o: ArchiveRolesOptions = {}): string {
   const schema = o.schema ?? 'rstar';
   const readSchema = o.readModelSchema ?? `${schema}_read`;
   const prefix = o.prefix ?? 'rstar_';
-  for (const [field, v] of [['schema', schema], ['readModelSchema', readSchema], ['prefix', `${prefix}x`]] as const) {
-    if (!IDENT.test(v)) throw new EventStoreConfigError(`"${field}" must be a lowercase identifier, got "${v}"`, field);
-  }
+  requireIdentifiers({ schema, readModelSchema: readSchema, prefix: `${prefix}x` });
   const n = archiveRoleNames(prefix);
   const q = (id: string) => `"${id}"`;
   const lit = (s: string) => `'${s.replace(/'/g, "''")}'`;
@@ -139,9 +144,7 @@ ALTER DEFAULT PRIVILEGES FOR ROLE ${q(n.logins.owner)} IN SCHEMA ${q(readSchema)
 export function kafkaExportGrantsSql(o: Pick<ArchiveRolesOptions, 'schema' | 'prefix'> = {}): string {
   const schema = o.schema ?? 'rstar';
   const prefix = o.prefix ?? 'rstar_';
-  for (const [field, v] of [['schema', schema], ['prefix', `${prefix}x`]] as const) {
-    if (!IDENT.test(v)) throw new EventStoreConfigError(`"${field}" must be a lowercase identifier, got "${v}"`, field);
-  }
+  requireIdentifiers({ schema, prefix: `${prefix}x` });
   const login = archiveRoleNames(prefix).logins.control_plane;
   const table = (t: string) => `"${schema}".${t}`;
   return `

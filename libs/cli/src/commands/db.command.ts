@@ -47,7 +47,7 @@ export function register(program: Command): void {
   const db = program.command('db').description("the archive's schema and roles");
 
   db.command('migrate')
-    .description('apply pending migrations of the archive and the read models (as the migration role)')
+    .description("apply pending migrations of the archive, the read models and the Kafka export's table (as the migration role)")
     .option('--database <url>', 'Postgres URL of the migration role (default env RSTAR_DATABASE_URL)')
     .option('--schema <name>', 'event-store schema', 'rstar')
     .option('--prefix <prefix>', 'role name prefix of `rstar db roles` (the control plane login gets the Kafka export table)', 'rstar_')
