@@ -26,6 +26,24 @@ function ownerAlive(lock: string): boolean {
   }
 }
 
+/** SFT settings beyond the `tiny` preset's that a cached checkpoint may use (the tool-error share and kinds). */
+export type SftCheckpointSettings = Pick<SftOptions, 'model' | 'batchSize' | 'lr' | 'warmupSteps' | 'trainSize' | 'toolErrorRate' | 'toolErrorKinds'>;
+/** What {@link ensureSftCheckpoint} takes: steps (default 400), seed (default 7) and extra SFT settings. */
+export type SftCheckpointOptions = { steps?: number; seed?: number } & SftCheckpointSettings;
+
+/**
+ * The cache directory of the checkpoint {@link ensureSftCheckpoint} returns for `opts` (it may not exist
+ * yet): `.rstar/cache/sft-tiny-<trace format>-seed<seed>-steps<steps>[-<hash of the extra settings>]`.
+ */
+export function sftCheckpointDir(opts: SftCheckpointOptions = {}): string {
+  const { steps, seed, ...settings } = opts;
+  // Every setting beyond steps and seed goes into the key (as a hash), so a changed setting never reuses a
+  // stale checkpoint; without any, the key stays the one earlier callers used.
+  const given = Object.entries(settings).filter(([, v]) => v !== undefined);
+  const extra = given.length === 0 ? '' : `-${createHash('sha256').update(JSON.stringify(given.sort(([a], [b]) => a.localeCompare(b)))).digest('hex').slice(0, 12)}`;
+  return join(CACHE, `sft-tiny-${TRACE_FORMAT}-seed${seed ?? 7}-steps${steps ?? 400}${extra}`);
+}
+
 /**
  * A tiny SFT checkpoint for tests that need a policy which already writes tool calls. Checkpoints are
  * produced by a command, never committed: the first caller trains one with `runSft` (the `tiny` preset's
@@ -33,22 +51,17 @@ function ownerAlive(lock: string): boolean {
  * `.rstar/cache/`. A mkdir lock holding the owner's pid lets parallel test workers wait for the one that
  * trains, and take over when that worker died (a test file's process ends with its file). Call it from a
  * `beforeAll` with at least {@link SFT_CHECKPOINT_TIMEOUT_MS}. Extra `settings` (model, batch, lr, the
- * tool-error share and kinds) are passed to `runSft` and keyed into the cache directory name.
+ * tool-error share and kinds) are passed to `runSft` and keyed into the cache directory name. In a `vitest`
+ * run the default checkpoint is usually cached already, or being trained by the warm-up process that the
+ * test sequencer starts (test/sequencer.ts): the caller then waits on that process's lock.
  *
  * @returns the checkpoint directory (model.json + weights.bin)
  */
-/** SFT settings beyond the `tiny` preset's that a cached checkpoint may use (the tool-error share and kinds). */
-export type SftCheckpointSettings = Pick<SftOptions, 'model' | 'batchSize' | 'lr' | 'warmupSteps' | 'trainSize' | 'toolErrorRate' | 'toolErrorKinds'>;
-
-export async function ensureSftCheckpoint(opts: { steps?: number; seed?: number } & SftCheckpointSettings = {}): Promise<string> {
+export async function ensureSftCheckpoint(opts: SftCheckpointOptions = {}): Promise<string> {
   const { steps: s, seed: sd, ...settings } = opts;
   const steps = s ?? 400;
   const seed = sd ?? 7;
-  // Every setting beyond steps and seed goes into the key (as a hash), so a changed setting never reuses a
-  // stale checkpoint; without any, the key stays the one earlier callers used.
-  const given = Object.entries(settings).filter(([, v]) => v !== undefined);
-  const extra = given.length === 0 ? '' : `-${createHash('sha256').update(JSON.stringify(given.sort(([a], [b]) => a.localeCompare(b)))).digest('hex').slice(0, 12)}`;
-  const dir = join(CACHE, `sft-tiny-${TRACE_FORMAT}-seed${seed}-steps${steps}${extra}`);
+  const dir = sftCheckpointDir(opts);
   if (existsSync(join(dir, 'model.json'))) return dir;
   mkdirSync(CACHE, { recursive: true });
   const lock = `${dir}.lock`;
