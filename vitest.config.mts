@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 import swc from 'unplugin-swc';
 import { resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
-import { SftWarmupSequencer } from './test/sequencer';
+import { SftWarmupSequencer } from './test/sequencer.mts';
 
 // One alias per workspace package, read from tsconfig.base.json so the two never drift.
 const paths: Record<string, string[]> = JSON.parse(
@@ -24,7 +24,7 @@ export default defineConfig({
     reporters: process.env.CI ? ['default', 'json'] : ['default'],
     outputFile: { json: '.rstar/test-results.json' },
     maxWorkers: 2,
-    // Files that need the shared tiny SFT checkpoint run last, while a background process trains it (test/sequencer.ts).
+    // Files that need the shared tiny SFT checkpoint run last, while a background process trains it (test/sequencer.mts).
     sequence: { sequencer: SftWarmupSequencer },
     exclude: ['**/node_modules/**', '**/dist/**'],
     // `pnpm test` runs both projects; `pnpm test:unit` only the unit one, which needs no Postgres or NATS.

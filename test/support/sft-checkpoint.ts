@@ -53,7 +53,7 @@ export function sftCheckpointDir(opts: SftCheckpointOptions = {}): string {
  * `beforeAll` with at least {@link SFT_CHECKPOINT_TIMEOUT_MS}. Extra `settings` (model, batch, lr, the
  * tool-error share and kinds) are passed to `runSft` and keyed into the cache directory name. In a `vitest`
  * run the default checkpoint is usually cached already, or being trained by the warm-up process that the
- * test sequencer starts (test/sequencer.ts): the caller then waits on that process's lock.
+ * test sequencer starts (test/sequencer.mts): the caller then waits on that process's lock.
  *
  * @returns the checkpoint directory (model.json + weights.bin)
  */

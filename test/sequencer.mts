@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-const ROOT = resolve(__dirname, '..');
+const ROOT = resolve(import.meta.dirname, '..');
 /** Where the warm-up process writes its output (one line when it is done, the error when it failed). */
 export const SFT_WARMUP_LOG = resolve(ROOT, '.rstar/sft-warmup.log');
 
@@ -18,17 +18,29 @@ function needsSftCheckpoint(spec: TestSpecification): boolean {
 
 let warmup: ChildProcess | null = null;
 
-/** Starts test/support/sft-checkpoint.main.ts once per vitest process; it exits at once when the checkpoint is cached. */
+/** Starts test/support/sft-checkpoint.main.ts unless it is running; it exits at once when the checkpoint is cached. */
 function startSftWarmup(): void {
   if (warmup) return;
   mkdirSync(resolve(ROOT, '.rstar'), { recursive: true });
   const log = openSync(SFT_WARMUP_LOG, 'w');
-  warmup = spawn(process.execPath, ['--import', 'tsx', 'test/support/sft-checkpoint.main.ts'], { cwd: ROOT, stdio: ['ignore', log, log] });
+  // Its own process group, so that stopping it also stops the sandbox processes it started.
+  warmup = spawn(process.execPath, ['--import', 'tsx', 'test/support/sft-checkpoint.main.ts'], { cwd: ROOT, stdio: ['ignore', log, log], detached: true });
+  closeSync(log);
   const child = warmup;
+  child.unref(); // never what keeps vitest from exiting
+  // Watch mode sorts again on every rerun: a finished warm-up may be started again (it exits at once when cached).
+  child.once('exit', () => {
+    if (warmup === child) warmup = null;
+  });
   // A run that ends (or is interrupted) before the checkpoint is trained stops it; its lock is then taken
   // over by the next caller (the lock names this pid, which is gone).
   process.once('exit', () => {
-    if (child.exitCode === null) child.kill('SIGKILL');
+    if (child.exitCode !== null || child.pid === undefined) return;
+    try {
+      process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
   });
 }
 
