@@ -5,7 +5,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 const ROOT = resolve(import.meta.dirname, '..');
 /** Where the warm-up process writes its output (one line when it is done, the error when it failed). */
-export const SFT_WARMUP_LOG = resolve(ROOT, '.rstar/sft-warmup.log');
+const SFT_WARMUP_LOG = resolve(ROOT, '.rstar/sft-warmup.log');
 
 /** True when the spec file's source calls ensureSftCheckpoint (test/support/sft-checkpoint.ts). */
 function needsSftCheckpoint(spec: TestSpecification): boolean {

@@ -39,7 +39,7 @@ export type SftCheckpointOptions = { steps?: number; seed?: number } & SftCheckp
  * The cache directory of the checkpoint {@link ensureSftCheckpoint} returns for `opts` (it may not exist
  * yet): `.rstar/cache/sft-tiny-<trace format>-seed<seed>-steps<steps>[-<hash of the extra settings>]`.
  */
-export function sftCheckpointDir(opts: SftCheckpointOptions = {}): string {
+function sftCheckpointDir(opts: SftCheckpointOptions = {}): string {
   const { steps, seed, ...settings } = opts;
   // Every setting beyond steps and seed goes into the key (as a hash), so a changed setting never reuses a
   // stale checkpoint; without any, the key stays the one earlier callers used.
