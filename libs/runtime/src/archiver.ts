@@ -48,6 +48,8 @@ export class Archiver {
   /** The wait timer fired while two appends were in flight: flush when one of them commits. */
   private due = false;
   private readonly inflight = new Set<Promise<void>>();
+  /** Appends started and not yet settled, in the order the bus handed out their events, with their streams. */
+  private readonly appending: { streams: ReadonlySet<string>; settled: Promise<boolean> }[] = [];
   private readonly durable: string;
   private readonly batchSize: number;
   private readonly maxWaitMs: number;
@@ -165,8 +167,34 @@ export class Archiver {
     this.inflight.add(p);
   }
 
-  /** Append one batch and count it; a failure becomes a {@link TransientError} so the batch is redelivered. */
+  /**
+   * Append one batch and count it; a failure becomes a {@link TransientError} so the batch is redelivered.
+   * Two batches are in flight at once, but a batch never commits ahead of an earlier one that writes one
+   * of its streams: it waits for that one to settle first. Otherwise the later batch could take the
+   * streams' locks first, and the archive would hold a stream's events out of the bus's order, and, when
+   * an id is squatted inside the bus's duplicate window, the later copy as the event and the earlier one as
+   * the collision. When that earlier batch failed (it is redelivered), this one fails too, for the same reason.
+   */
   private async append(events: RstarEvent[]): Promise<void> {
+    const streams = new Set(events.map((e) => e.streamId));
+    const earlier = this.appending.filter((a) => [...streams].some((s) => a.streams.has(s))).map((a) => a.settled);
+    let settle!: (ok: boolean) => void;
+    const entry = { streams, settled: new Promise<boolean>((r) => (settle = r)) };
+    this.appending.push(entry);
+    let ok = false;
+    try {
+      await this.appendInOrder(events, earlier);
+      ok = true;
+    } finally {
+      this.appending.splice(this.appending.indexOf(entry), 1);
+      settle(ok);
+    }
+  }
+
+  private async appendInOrder(events: RstarEvent[], earlier: Promise<boolean>[]): Promise<void> {
+    if (earlier.length && !(await Promise.all(earlier)).every(Boolean)) {
+      throw new TransientError('an earlier batch over the same streams failed; this one is redelivered after it, in stream order');
+    }
     let r;
     try {
       r = await this.store.appendBatch(events);
