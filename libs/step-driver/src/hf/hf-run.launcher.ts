@@ -1,7 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ModelTokenizer } from '@rstar/agent';
 import { makeEvent, streams, type RstarEvent, type RunConfig } from '@rstar/contracts';
-import { checkLoadedWeights, type EngineAdapter } from '@rstar/engines';
+import { checkLoadedWeights, probeTokens, type EngineAdapter } from '@rstar/engines';
 import type { EventStore } from '@rstar/event-store';
 import type { EventBus } from '@rstar/messaging';
 import { sandboxExecutor } from '@rstar/policy';
@@ -11,10 +12,12 @@ import { distributedRolloutExtras, OptimizationHandler, resumePoint, type RunSum
 import { readRunEvents, runEventSource } from '../event-store.sources';
 import { runPrompts } from '../prompt.sources';
 import { resolveDataPath } from '../run-config.loader';
+import { RunRefusedError } from '../run.errors';
 import { WorkerTrainer, workerCheckpoints, workerLoss, workerOptimizer } from '../worker/worker.trainer';
 import { runWorkerSft } from './hf-sft.runner';
 import { OPTIMIZATION_STEPS_DURABLE } from '../pipeline.consumers';
 import { checkRunTokenizers } from './tokenizer.check';
+import { HfPolicyDelivery } from './policy-delivery';
 
 /** What the optimization service gives a Hugging Face run (see `LaunchDeps` of distributed-run.launcher.ts). */
 export interface HfLaunchDeps {
@@ -113,6 +116,14 @@ export async function launchHfRun(ev: RstarEvent<'RunStarted'>, config: RunConfi
       const mismatch = checkLoadedWeights(a, { version, checkpointHash: null }, answer || null);
       if (mismatch) throw mismatch;
     }));
+    // Distributed runs: the engines distributed sync needs must serve its routes, and the group forms once.
+    const delivery = new HfPolicyDelivery({
+      runId, config, trainerUrl: url, engines: deps.engines, probeTokenIds: probeTokens(vocabSizeOf(modelDir)),
+      waitMs: (config.trainer.stepTimeoutS ?? 3600) * 1000,
+    });
+    await delivery.start();
+    // A fresh run from the base model: the trainer holds it too, so the engines' start weights are probed as well.
+    if (weights === modelDir && !resume.policy) await delivery.probe(version, 'disk');
     const trainer = new WorkerTrainer({
       client, workerRunId: runId, batchDir: dir, mode: 'grpo', initialVersion: version, initFrom: weights,
       loss: (step) => workerLoss(config, step), optimizer: (step) => workerOptimizer(config, step),
@@ -120,7 +131,7 @@ export async function launchHfRun(ev: RstarEvent<'RunStarted'>, config: RunConfi
       stepTimeoutMs: (config.trainer.stepTimeoutS ?? 3600) * 1000,
     });
     const handler = new OptimizationHandler(deps.bus, {
-      config, runId, prompts: runPrompts(config, resolveDataPath).train, trainer, engines: [], checkpointDir: join(dir, runId),
+      config, runId, prompts: runPrompts(config, resolveDataPath).train, trainer, engines: [], delivery, checkpointDir: join(dir, runId),
       store: runEventSource(deps.store), mode: deps.mode ?? 'distributed', codeVersion: ev.data.codeVersion,
       ...((deps.mode ?? 'distributed') === 'distributed' ? { durable: OPTIMIZATION_STEPS_DURABLE } : {}),
       // SFT traces and rollouts share one prompt format (the full template unless the config says compact).
@@ -140,4 +151,16 @@ export async function launchHfRun(ev: RstarEvent<'RunStarted'>, config: RunConfi
   } finally {
     clearInterval(beat);
   }
+}
+
+/** `vocab_size` of a Hugging Face model directory's config.json (the probe's token range). @throws RunRefusedError when absent. */
+function vocabSizeOf(modelDir: string): number {
+  let v: unknown;
+  try {
+    v = (JSON.parse(readFileSync(join(modelDir, 'config.json'), 'utf8')) as { vocab_size?: unknown }).vocab_size;
+  } catch (e) {
+    throw new RunRefusedError(`cannot read ${join(modelDir, 'config.json')}: ${(e as Error).message} (policy.path must be a Hugging Face model directory)`, 'policy.path');
+  }
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 4) throw new RunRefusedError(`${join(modelDir, 'config.json')} has no integer vocab_size (policy.path must be a Hugging Face model directory)`, 'policy.path');
+  return v;
 }
