@@ -217,6 +217,8 @@ export class OptimizationHandler {
     // The trainer's version before this step's update (a step trained before a restart: the recorded one's).
     const trainVersion = resume.optimizedNext && resume.optimizedNext.step === step ? resume.optimizedNext.newPolicyVersion - 1 : trainer.version;
     const staleness = eta > 0 ? await this.discardStale(step, groups, trainVersion, eta) : null;
+    // The engines must still serve the version the step sampled with before it trains on their rollouts.
+    if (this.deps.delivery && !(resume.optimizedNext && resume.optimizedNext.step === step)) await this.deps.delivery.verify(trainVersion);
     const batchGroups: BatchGroup[] = groups
       .map((g) => ({ g, kept: staleness ? g.kept.filter((id) => !staleness.stale.has(id)) : g.kept }))
       .filter(({ kept }) => kept.length > 0)

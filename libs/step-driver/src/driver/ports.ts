@@ -91,6 +91,12 @@ export interface PolicyDelivery {
    * engine, the version and the worst token when one differs beyond tolerance.
    */
   deliver(update: PolicyUpdate, sync: EventData<'PolicyUpdated'>['sync']): Promise<WeightProbeResult[]>;
+  /**
+   * Before a step trains on its rollouts: the engines still serve `version`, the one the step sampled with
+   * (the probe again, where this process probed that version before; nothing otherwise). Catches weights
+   * loaded behind the run's back, which the next sync would overwrite unseen. @throws WeightProbeError.
+   */
+  verify(version: number): Promise<void>;
 }
 
 /** A policy update as `PolicyUpdated` names it. */

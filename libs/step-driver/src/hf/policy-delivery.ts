@@ -49,6 +49,8 @@ export class HfPolicyDelivery implements PolicyDelivery {
   private readonly dtype: string;
   private readonly tolerance: number;
   private readonly groupName: string;
+  /** The version this process last probed, and whether the trainer held it as that run's policy (else: its start weights). */
+  private probed: { version: number; policy: boolean } | null = null;
 
   constructor(private readonly o: HfPolicyDeliveryOptions) {
     this.trainer = new TrainerWeightSource(o.trainerUrl);
@@ -112,13 +114,21 @@ export class HfPolicyDelivery implements PolicyDelivery {
    */
   async probe(version: number, sync: 'distributed' | 'disk', policy?: { runId: string; policyVersion: number }, syncSeconds?: number): Promise<WeightProbeResult[]> {
     const withSeconds = (r: WeightProbeResult) => (syncSeconds === undefined ? r : { ...r, syncSeconds });
+    this.probed = null;
     try {
       const rs = await runWeightProbe({ trainer: this.trainer, engines: this.syncEngines(), version, sync, tokenIds: this.o.probeTokenIds, tolerance: this.tolerance, ...(policy ? { policy } : {}) });
+      this.probed = { version, policy: policy !== undefined };
       return rs.map(withSeconds);
     } catch (e) {
       if (e instanceof WeightProbeError) throw new WeightProbeError(withSeconds(e.result));
       throw e;
     }
+  }
+
+  async verify(version: number): Promise<void> {
+    const p = this.probed;
+    if (!p || p.version !== version) return;
+    await this.probe(version, this.distributed && p.policy ? 'distributed' : 'disk', p.policy ? { runId: this.o.runId, policyVersion: version } : undefined);
   }
 
   private async reported(a: EngineAdapter): Promise<string | null> {
