@@ -45,6 +45,9 @@ export interface HfLaunchDeps {
  * the RL steps with the {@link WorkerTrainer} (PPO mini-batches, TIS, the stage's lr and temperature). Every
  * `RolloutRequested` carries the run's prompt format and tokenizer hash. After a restart the archive's
  * latest `PolicyUpdated` is the start, and the worker answers steps it already trained from its store.
+ * Every update reaches the engines through {@link HfPolicyDelivery} (docs/design/protocol.md §9): with
+ * `trainer.weightSync: distributed` the engines' routes are checked before SFT and the weight-update group is
+ * formed before the first step; on both paths each update is probed and `StepOptimized` records the result.
  */
 export async function launchHfRun(ev: RstarEvent<'RunStarted'>, config: RunConfig, deps: HfLaunchDeps): Promise<RunSummary | null> {
   const runId = ev.runId;
@@ -64,11 +67,18 @@ export async function launchHfRun(ev: RstarEvent<'RunStarted'>, config: RunConfi
   let tokenizer: ModelTokenizer;
   let tokenizerHash: string;
   let modelDir: string;
+  let delivery: HfPolicyDelivery;
   try {
     const info = await client.info();
     modelDir = resolveDataPath(config.policy.path ?? (config.policy.init === 'checkpoint' && config.policy.checkpoint ? config.policy.checkpoint : info.model));
     tokenizer = ModelTokenizer.load(modelDir, config.policy.path ? 'policy.path' : 'policy.checkpoint');
     tokenizerHash = await checkRunTokenizers({ trainer: { url, tokenizerHash: info.tokenizerHash }, model: { dir: modelDir, tokenizerHash: tokenizer.hash }, engines: deps.engines });
+    delivery = new HfPolicyDelivery({
+      runId, config, trainerUrl: url, engines: deps.engines, probeTokenIds: probeTokens(vocabSizeOf(modelDir)),
+      waitMs: (config.trainer.stepTimeoutS ?? 3600) * 1000,
+    });
+    // Before any SFT: an engine that cannot take part in the run's weight sync is refused now.
+    await delivery.checkRoutes();
   } catch (e) {
     return fail((e as Error).message);
   }
@@ -116,11 +126,7 @@ export async function launchHfRun(ev: RstarEvent<'RunStarted'>, config: RunConfi
       const mismatch = checkLoadedWeights(a, { version, checkpointHash: null }, answer || null);
       if (mismatch) throw mismatch;
     }));
-    // Distributed runs: the engines distributed sync needs must serve its routes, and the group forms once.
-    const delivery = new HfPolicyDelivery({
-      runId, config, trainerUrl: url, engines: deps.engines, probeTokenIds: probeTokens(vocabSizeOf(modelDir)),
-      waitMs: (config.trainer.stepTimeoutS ?? 3600) * 1000,
-    });
+    // Distributed runs: the group forms once per run (again on every resume).
     await delivery.start();
     // A fresh run from the base model: the trainer holds it too, so the engines' start weights are probed as well.
     if (weights === modelDir && !resume.policy) await delivery.probe(version, 'disk');

@@ -69,16 +69,24 @@ export class HfPolicyDelivery implements PolicyDelivery {
   }
 
   /**
-   * Run start (and every resume): `distributed` checks each engine's routes, then forms the group (every
-   * rank joins at once; a re-formed group replaces the old one on both sides).
+   * `distributed`: every engine must serve the weight-transfer routes (nothing is joined).
    * @throws WeightTransferUnsupportedError naming the engine, the route and the server flag.
    */
-  async start(): Promise<void> {
+  async checkRoutes(): Promise<void> {
     if (!this.distributed) return;
     for (const a of this.o.engines) {
       if (!a.checkWeightTransfer) throw new EngineResponseError(a.id, `engines of kind ${a.kind} cannot join a weight-update group; set trainer.weightSync: disk`);
       await a.checkWeightTransfer();
     }
+  }
+
+  /**
+   * Run start (and every resume): `distributed` checks the routes ({@link checkRoutes}), then forms the group
+   * (every rank joins at once; a re-formed group replaces the old one on both sides).
+   */
+  async start(): Promise<void> {
+    if (!this.distributed) return;
+    await this.checkRoutes();
     await this.group().init();
   }
 
