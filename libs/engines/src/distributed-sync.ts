@@ -25,8 +25,8 @@ export interface UpdateGroupSpec {
   masterPort: number;
   worldSize: number;
   groupName: string;
-  /** `nccl` on GPUs (RCCL on ROCm), `gloo` on CPU. */
-  backend: 'nccl' | 'gloo';
+  /** `nccl` on GPUs (RCCL on ROCm), `gloo` on CPU; absent: each side picks by its device (the reference engine and the trainer worker do; SGLang assumes nccl). */
+  backend?: 'nccl' | 'gloo';
 }
 
 /**
@@ -65,7 +65,8 @@ export function sglangWeightTransfer(ep: HttpEndpoint): WeightTransfer {
   return {
     async initGroup(g, rankOffset) {
       await post(ep, '/init_weights_update_group', {
-        master_address: g.masterAddress, master_port: g.masterPort, rank_offset: rankOffset, world_size: g.worldSize, group_name: g.groupName, backend: g.backend,
+        master_address: g.masterAddress, master_port: g.masterPort, rank_offset: rankOffset, world_size: g.worldSize, group_name: g.groupName,
+        ...(g.backend ? { backend: g.backend } : {}),
       });
     },
     async receiveBucket(b, o) {
