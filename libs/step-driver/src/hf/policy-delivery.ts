@@ -98,9 +98,15 @@ export class HfPolicyDelivery implements PolicyDelivery {
     });
   }
 
+  /**
+   * `distributed`: the bucket plan of `update` for `PolicyUpdated.sync`. A trainer worker that restarted since
+   * the group formed (SIGKILLed mid-step and back on its state directory) holds no group: the group is formed
+   * again, engines included, before the update is published, so the engines receive from the live trainer.
+   */
   async describe(update: PolicyUpdate, step: number): Promise<EventData<'PolicyUpdated'>['sync']> {
     if (!this.distributed) return undefined;
     const plan = await this.trainer.plan({ runId: this.o.runId, policyVersion: update.version }, this.o.config.trainer.weightSyncBucketMB, this.dtype);
+    if (plan.groupName !== undefined && plan.groupName !== this.groupName) await this.group().init();
     return { kind: 'distributed', step, groupName: this.groupName, dtype: this.dtype, buckets: plan.buckets };
   }
 
