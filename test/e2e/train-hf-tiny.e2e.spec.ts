@@ -22,7 +22,7 @@ const of = <T extends RstarEvent['type']>(events: readonly RstarEvent[], type: T
 /**
  * `rstar train --preset hf-tiny` as shipped (configs/hf-tiny.yaml, unchanged): hf-tiny built offline, the
  * trainer worker and a reference engine as separate Python processes, every stage's handler over JetStream +
- * Postgres; it must LEARN: held-out pass@1 after RL above that of the SFT weights by >= 3 points and by more
+ * Postgres, each update broadcast to the engine (`trainer.weightSync: distributed`) and probed; it must LEARN: held-out pass@1 after RL above that of the SFT weights by >= 3 points and by more
  * than two paired standard errors. No wall-clock bound (a loaded CI machine only makes it slower); the run
  * takes ~5-8 minutes on two cores.
  */
@@ -118,6 +118,26 @@ describe.skipIf(!python)('rstar train of a Hugging Face policy (hf-tiny) on the 
     const turns = of(events, 'TurnGenerated');
     expect(turns.length).toBeGreaterThan(0);
     for (const t of turns) expect(t.policyVersion).toBe(started.get(stepOf.get(t.rolloutId)!));
+  });
+
+  it('sends every update over the weight-update group, and every StepOptimized records a passing behaviour probe per engine', () => {
+    expect(preset.trainer.weightSync).toBe('distributed');
+    const optimized = of(events, 'StepOptimized');
+    expect(optimized.length).toBeGreaterThan(0);
+    const updates = new Map(of(events, 'PolicyUpdated').map((u) => [u.version, u]));
+    for (const o of optimized) {
+      // The update of this step went to the engines as a distributed sync of fp32 buckets.
+      const sync = updates.get(o.newPolicyVersion)?.sync;
+      expect(sync, `PolicyUpdated of version ${o.newPolicyVersion}`).toMatchObject({ kind: 'distributed', step: o.step, dtype: 'float32' });
+      expect(sync!.buckets.length).toBeGreaterThan(0);
+      // One probe per engine, on the new version, after that sync, within tolerance.
+      expect(o.weightProbe?.map((p) => p.engineId).sort(), `step ${o.step}`).toEqual(preset.engines.map((e, i) => `${e.kind}-${i}`));
+      for (const p of o.weightProbe!) {
+        expect(p).toMatchObject({ sync: 'distributed', version: o.newPolicyVersion, passed: true });
+        expect(p.tokens).toBeGreaterThan(0);
+        expect(p.maxAbsDiff).toBeLessThanOrEqual(p.tolerance);
+      }
+    }
   });
 
   it('the trainer recomputes the engine\'s logprobs of step 0\'s rollouts on every model token (drift < 1e-4, rho = 1)', () => {

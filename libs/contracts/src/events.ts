@@ -312,10 +312,28 @@ export const RolloutDiscardedData = z.object({
   maxStaleness: z.number().int().nonnegative(),
 });
 
+/** One bucket of a distributed weight sync: parameter names, wire dtype names and shapes, and its bytes. */
+export const WeightBucketSpec = z.object({
+  names: z.array(z.string()).min(1),
+  dtypes: z.array(z.string()).min(1),
+  shapes: z.array(z.array(z.number().int().nonnegative())),
+  bytes: z.number().int().nonnegative(),
+});
+
 export const PolicyUpdatedData = z.object({
   version: z.number().int().nonnegative(),
   checkpointUri: z.string(),
   checkpointHash: z.string(),
+  /**
+   * How the engines get this version (optional, added without a version bump; absent = from the checkpoint
+   * on disk). `distributed` (docs/design/protocol.md §9): policy-serving has every engine receive `buckets`
+   * in order over the weight-update group `groupName` (joined once per run at its start) while the
+   * optimization service has the trainer broadcast them; the last bucket sets the engines' weight version.
+   * `step`: the step whose update this is.
+   */
+  sync: z
+    .object({ kind: z.literal('distributed'), step: z.number().int().nonnegative(), groupName: z.string(), dtype: z.string(), buckets: z.array(WeightBucketSpec).min(1) })
+    .optional(),
 });
 
 export const StepCompletedData = z.object({

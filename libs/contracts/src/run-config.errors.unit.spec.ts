@@ -16,12 +16,18 @@ const refused = (input: unknown): ConfigError => {
 };
 
 describe('run config errors name the field and the fix', () => {
-  it('weight sync: disk by default with 512 MiB buckets; distributed is refused by name until runs drive it', () => {
+  it('weight sync: disk by default with 512 MiB bf16 buckets; distributed is accepted for the trainer worker, refused by name where it cannot work', () => {
     const c = parseRunConfig({ name: 'x', stages: [stage] });
-    expect([c.trainer.weightSync, c.trainer.weightSyncBucketMB, c.trainer.probeTolerance]).toEqual(['disk', 512, undefined]);
-    const e = refused({ name: 'x', stages: [stage], trainer: { weightSync: 'distributed' } });
-    expect(e.field).toBe('trainer.weightSync');
-    expect(e.message).toContain('set trainer.weightSync: disk');
+    expect([c.trainer.weightSync, c.trainer.weightSyncBucketMB, c.trainer.weightSyncDtype, c.trainer.probeTolerance]).toEqual(['disk', 512, 'bfloat16', undefined]);
+    const hf = { name: 'x', stages: [stage], policy: { kind: 'hf', path: '/m' }, engines: [{ kind: 'sglang' }] };
+    const d = parseRunConfig({ ...hf, trainer: { kind: 'worker', weightSync: 'distributed', weightSyncDtype: 'float32' } });
+    expect([d.trainer.weightSync, d.trainer.weightSyncDtype]).toEqual(['distributed', 'float32']);
+    const builtin = refused({ name: 'x', stages: [stage], trainer: { weightSync: 'distributed' } });
+    expect(builtin.field).toBe('trainer.weightSync');
+    expect(builtin.message).toContain('set trainer.weightSync: disk');
+    const colocated = refused({ ...hf, engines: [{ kind: 'sglang', url: 'http://e:1', colocate: true }], trainer: { kind: 'worker', weightSync: 'distributed' } });
+    expect(colocated.field).toBe('engines.0.colocate');
+    expect(colocated.message).toContain('set trainer.weightSync: disk');
   });
 
   it('a misspelt key is named with the key probably meant, at any depth', () => {

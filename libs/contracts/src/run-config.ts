@@ -169,13 +169,18 @@ export const RunConfigSchema = z.strictObject({
        * re-reads it (`/update_weights_from_disk`). `distributed`: bf16 (fp32 for fp32 engines) buckets broadcast
        * from the trainer's memory over a torch.distributed group the engines join (SGLang
        * `/init_weights_update_group` + `/update_weights_from_distributed`; vLLM's weight-transfer routes).
-       * `rstar train` refuses `distributed` for now (see parseRunConfig): the step driver does not drive it yet.
+       * Either way every engine then scores the behaviour probe against the trainer (docs/design/protocol.md §9).
        */
       weightSync: z.enum(['disk', 'distributed']).default('disk'),
       /** `worker`, `weightSync: distributed`: bucket size in MiB (one HTTP call and one set of broadcasts per bucket). */
       weightSyncBucketMB: z.number().positive().max(65536).default(512),
       /** `worker`, `weightSync: distributed`: TCP port of the group's store on the trainer's host (reachable by the engines). */
       weightSyncPort: z.number().int().min(1).max(65535).default(29650),
+      /**
+       * `worker`: the dtype the engines serve: the wire dtype of `distributed` buckets and what sets the default
+       * probe tolerance on both paths (`float32` for fp32 engines such as the reference engine on CPU).
+       */
+      weightSyncDtype: z.enum(['bfloat16', 'float32']).default('bfloat16'),
       /**
        * `worker`: largest |log pi_engine - log pi_trainer| on the behaviour probe after each sync before the
        * step fails. Absent: 1e-3 when the engines serve fp32, 0.15 for bf16 (docs/design/protocol.md).
@@ -314,14 +319,14 @@ export function parseRunConfig(input: unknown): RunConfig {
       'trainer.kind',
     );
   }
+  if (c.trainer.weightSync === 'distributed' && !hf) {
+    // Only the trainer worker hosts a weight-update group; the builtin trainer hands its engine a checkpoint.
+    throw new ConfigError('trainer.weightSync "distributed" needs trainer.kind "worker" (a Hugging Face policy): the builtin trainer updates its engine from disk; set trainer.weightSync: disk', 'trainer.weightSync');
+  }
   if (c.trainer.weightSync === 'distributed') {
-    // The routes, the trainer's bucketed broadcast and the probe exist (libs/engines DistributedWeightSync,
-    // workers/trainer weight_sync.py), but the step driver still sends every update through the disk: a run
-    // asking for distributed sync must not silently get the disk path.
-    throw new ConfigError(
-      'trainer.weightSync "distributed" is not driven by rstar train yet (runs update the engines from the checkpoint on disk); set trainer.weightSync: disk, or drive DistributedWeightSync (libs/engines) yourself',
-      'trainer.weightSync',
-    );
+    const i = c.engines.findIndex((e) => e.colocate);
+    // A colocated engine releases its weights around a disk update; a broadcast needs them resident.
+    if (i >= 0) throw new ConfigError(`engines.${i}.colocate: a colocated engine is updated from disk around its memory release; remove colocate or set trainer.weightSync: disk`, `engines.${i}.colocate`);
   }
   if (hf && c.engines.some((e) => e.kind === 'builtin')) {
     throw new ConfigError('policy.kind "hf" needs real engines (engines[].kind sglang or vllm; the reference engine of workers/trainer speaks both)', 'engines');

@@ -25,8 +25,8 @@ export interface UpdateGroupSpec {
   masterPort: number;
   worldSize: number;
   groupName: string;
-  /** `nccl` on GPUs (RCCL on ROCm), `gloo` on CPU. */
-  backend: 'nccl' | 'gloo';
+  /** `nccl` on GPUs (RCCL on ROCm), `gloo` on CPU; absent: each side picks by its device (the reference engine and the trainer worker do; SGLang assumes nccl). */
+  backend?: 'nccl' | 'gloo';
 }
 
 /**
@@ -65,7 +65,8 @@ export function sglangWeightTransfer(ep: HttpEndpoint): WeightTransfer {
   return {
     async initGroup(g, rankOffset) {
       await post(ep, '/init_weights_update_group', {
-        master_address: g.masterAddress, master_port: g.masterPort, rank_offset: rankOffset, world_size: g.worldSize, group_name: g.groupName, backend: g.backend,
+        master_address: g.masterAddress, master_port: g.masterPort, rank_offset: rankOffset, world_size: g.worldSize, group_name: g.groupName,
+        ...(g.backend ? { backend: g.backend } : {}),
       });
     },
     async receiveBucket(b, o) {
@@ -128,6 +129,15 @@ export function vllmWeightTransfer(ep: HttpEndpoint, model: () => Promise<string
   };
 }
 
+/** The trainer's answer to `POST /v1/weight-sync/plan` (see {@link TrainerWeightSource.plan}). */
+export interface TrainerBucketPlan {
+  buckets: WeightBucket[];
+  totalBytes: number;
+  parameters: number;
+  /** The group the trainer process has joined; null when none (absent from workers older than this field). */
+  groupName?: string | null;
+}
+
 /** The trainer worker's side (workers/trainer/rstar_trainer/weight_sync.py): the group, the bucket plan, the broadcasts, its probe logprobs. */
 export class TrainerWeightSource {
   readonly ep: HttpEndpoint;
@@ -140,9 +150,12 @@ export class TrainerWeightSource {
     await post(this.ep, '/v1/weight-sync/group', g);
   }
 
-  /** The buckets of the policy `runId`@`policyVersion` the trainer holds (refused when it holds another). */
-  async plan(policy: { runId?: string; policyVersion?: number }, bucketMB: number, dtype: string): Promise<{ buckets: WeightBucket[]; totalBytes: number; parameters: number }> {
-    return (await post(this.ep, '/v1/weight-sync/plan', { ...policy, bucketMB, dtype })) as { buckets: WeightBucket[]; totalBytes: number; parameters: number };
+  /**
+   * The buckets of the policy `runId`@`policyVersion` the trainer holds (refused when it holds another), and
+   * `groupName`: the weight-update group the trainer process has joined, null when none (it restarted since).
+   */
+  async plan(policy: { runId?: string; policyVersion?: number }, bucketMB: number, dtype: string): Promise<TrainerBucketPlan> {
+    return (await post(this.ep, '/v1/weight-sync/plan', { ...policy, bucketMB, dtype })) as TrainerBucketPlan;
   }
 
   async sendBucket(k: number, policy: { runId?: string; policyVersion?: number }, bucketMB: number, dtype: string, groupName: string): Promise<void> {

@@ -5,6 +5,7 @@ import { EngineContextExceededError, EngineUnavailableError, NoEngineError } fro
 import { forgetPoolMetrics, registerPoolMetrics } from './engine-pool.metrics';
 import type { EngineAdapter, LoadedWeights } from './engine.port';
 import { checkLoadedWeights, type PolicyWeights } from './weight-sync';
+import { receiveDistributedWeights, type DistributedUpdate } from './distributed-receive';
 
 /** Options of the pool. */
 export interface EnginePoolOptions {
@@ -153,6 +154,16 @@ export class EnginePool {
       const mismatch = checkLoadedWeights(a, policy, answer || null) ?? checkLoadedWeights(a, policy, a.loadedWeights ? await a.loadedWeights() : null);
       if (mismatch) throw mismatch;
     }));
+  }
+
+  /**
+   * Receive policy `policy.version` over the run's weight-update group on every engine of the pool (a
+   * distributed sync, docs/design/protocol.md §9): all of them, live or not, since the trainer's broadcast
+   * waits for every rank. Call it with no rollout in flight, while the trainer broadcasts `update.buckets`.
+   * @throws WeightSyncError when an engine then reports another version; EngineResponseError naming the engine.
+   */
+  async receiveWeights(update: DistributedUpdate, policy: PolicyWeights): Promise<void> {
+    await receiveDistributedWeights(this.adapters, update, policy);
   }
 
   /**

@@ -55,6 +55,11 @@ export interface EngineAdapter {
   loadStats?(): Promise<EngineLoadSample | null>;
   /** Weight transfer over torch.distributed and prompt logprobs (SGLang, vLLM); absent = disk only. */
   weightTransfer?(): WeightTransfer;
+  /**
+   * Run-start check that the server serves the weight-transfer routes (`weightSync: distributed`).
+   * @throws WeightTransferUnsupportedError naming the route and the server flag that adds it.
+   */
+  checkWeightTransfer?(): Promise<void>;
   /** Drop the prefix cache (after a weight update its entries are stale). */
   flushCache(): Promise<void>;
   /** True when the engine answers its health endpoint. */

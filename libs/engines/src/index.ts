@@ -13,4 +13,5 @@ export * from './scheduler/rollout.scheduler';
 export * from './scheduler/kv-admission.controller';
 export { startBuiltinEngine, GenerationScheduler, type BuiltinEngine, type BuiltinEngineOptions, type SchedulerStats as BuiltinEngineStats } from './builtin-engine';
 export * from './distributed-sync';
+export * from './distributed-receive';
 export * from './probe.check';

@@ -3,6 +3,7 @@ import { EngineResponseError } from './engine.errors';
 import type { EngineAdapter, LoadedWeights, ModelInfo, ServerInfo } from './engine.port';
 import { readEngineLoad, type EngineLoadSample } from './engine-load';
 import { sglangWeightTransfer, type WeightTransfer } from './distributed-sync';
+import { checkWeightTransferRoutes } from './probe.check';
 import { DEFAULT_RETRY, probeHealth, requestJson, type RetryPolicy } from './http.client';
 
 interface SglangGenerateResponse {
@@ -190,6 +191,11 @@ export class SglangAdapter implements EngineAdapter {
   /** Weight transfer over torch.distributed and the probe's prompt logprobs (distributed-sync.ts). */
   weightTransfer(): WeightTransfer {
     return sglangWeightTransfer({ id: this.id, url: this.url, apiKey: this.apiKey });
+  }
+
+  /** Run start of `weightSync: distributed`: the server must serve the distributed-update routes ({@link checkWeightTransferRoutes}). */
+  async checkWeightTransfer(): Promise<void> {
+    await checkWeightTransferRoutes({ id: this.id, url: this.url, apiKey: this.apiKey, kind: 'sglang' });
   }
 
   async flushCache(): Promise<void> {

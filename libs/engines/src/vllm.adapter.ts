@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import type { EngineAdapter, LoadedWeights, ModelInfo, ServerInfo } from './engine.port';
 import { readEngineLoad, type EngineLoadSample } from './engine-load';
 import { vllmWeightTransfer, type WeightTransfer } from './distributed-sync';
+import { checkWeightTransferRoutes } from './probe.check';
 import { DEFAULT_RETRY, probeHealth, requestJson, type RetryPolicy } from './http.client';
 
 interface VllmChoice {
@@ -146,6 +147,11 @@ export class VllmAdapter implements EngineAdapter {
   /** Weight transfer over vLLM's weight-transfer routes and the probe's prompt logprobs (distributed-sync.ts). */
   weightTransfer(): WeightTransfer {
     return vllmWeightTransfer({ id: this.id, url: this.url, apiKey: this.opts.apiKey ?? null }, () => this.modelName());
+  }
+
+  /** Run start of `weightSync: distributed`: the server must serve the weight-transfer routes ({@link checkWeightTransferRoutes}). */
+  async checkWeightTransfer(): Promise<void> {
+    await checkWeightTransferRoutes({ id: this.id, url: this.url, apiKey: this.opts.apiKey ?? null, kind: 'vllm' });
   }
 
   /**

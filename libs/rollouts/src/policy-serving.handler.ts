@@ -152,12 +152,15 @@ export class PolicyServingHandler {
     if (opts.runPools) this.pools.set(opts.runPools.keyOf(undefined, undefined), opts.pool);
     this.follower = new PolicyFollower(this.gate, async (uri, ref) => {
       this.lastLoad = { uri, ref };
-      // A switch to another pool during the load: that pool must get these weights too.
-      let pool: EnginePool;
-      do {
+      // A distributed sync: the engines receive the trainer's broadcast (once: the trainer sends it once).
+      let pool = this.current;
+      if (ref?.sync) await pool.receiveWeights(ref.sync, { version: ref.version, checkpointHash: null });
+      else await pool.updateWeights(uri, weightsOf(ref));
+      // A switch to another pool during the load: that pool must get these weights too (from the checkpoint).
+      while (pool !== this.current) {
         pool = this.current;
         await pool.updateWeights(uri, weightsOf(ref));
-      } while (pool !== this.current);
+      }
     });
   }
 
@@ -294,8 +297,8 @@ export class PolicyServingHandler {
   }
 
   private async onPolicyUpdated(ev: RstarEvent<'PolicyUpdated'>): Promise<void> {
-    const { version, checkpointUri, checkpointHash } = ev.data;
-    const ref = { runId: ev.runId, version, at: Date.parse(ev.meta.recordedAt), checkpointHash };
+    const { version, checkpointUri, checkpointHash, sync } = ev.data;
+    const ref = { runId: ev.runId, version, at: Date.parse(ev.meta.recordedAt), checkpointHash, ...(sync ? { sync: { groupName: sync.groupName, buckets: sync.buckets } } : {}) };
     this.policyHashes.set(`${ev.runId}@${version}`, checkpointHash);
     if (this.failedRuns.has(ev.runId)) return;
     try {
@@ -305,8 +308,13 @@ export class PolicyServingHandler {
     } catch (e) {
       if (e instanceof PolicyFollowerClosedError) throw new TransientError(`PolicyUpdated ${ev.runId}@${version} released unacked: ${e.message}`, e);
       if (e instanceof WeightSyncError) {
-        await this.failRun(ev, null, `weight sync failed after loading policy version ${version} from ${checkpointUri}: ${e.message}`);
+        await this.failRun(ev, null, `weight sync failed after loading policy version ${version} from ${sync ? `the trainer over group ${sync.groupName}` : checkpointUri}: ${e.message}`);
         throw new PermanentError(e.message, 'checkpointHash');
+      }
+      if (sync && e instanceof EngineError) {
+        // The trainer broadcasts each version once: a receive that failed cannot be retried.
+        await this.failRun(ev, null, `engines could not receive policy version ${version} over group ${sync.groupName}: ${e.message}`);
+        throw new PermanentError(e.message, 'sync');
       }
       throw new TransientError(`loading policy ${ev.runId}@${version} from ${checkpointUri} failed: ${(e as Error).message}`, e);
     }

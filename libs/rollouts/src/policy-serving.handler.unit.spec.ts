@@ -3,7 +3,7 @@ import { ids, makeEvent, type RstarEvent } from '@rstar/contracts';
 import { InProcessBus } from '@rstar/messaging';
 import { createLogger } from '@rstar/telemetry';
 import { afterEach, describe, expect, it } from 'vitest';
-import { EnginePool, EngineContextExceededError, isContextExceededAnswer, type EngineAdapter } from '@rstar/engines';
+import { EnginePool, EngineContextExceededError, isContextExceededAnswer, type EngineAdapter, type WeightTransfer } from '@rstar/engines';
 import { PolicyFollower, PolicyFollowerClosedError } from './policy.follower';
 import { PolicyServingHandler, type PolicyServingOptions } from './policy-serving.handler';
 import { TurnJournal } from './turn.journal';
@@ -100,6 +100,33 @@ describe('PolicyServingHandler (in-process bus)', () => {
     const load = engine.log.indexOf('load /ckpt/v1');
     expect(load).toBeGreaterThan(engine.log.lastIndexOf(`gen ${ids.rollout('run1', 0, 0, 0)}:1`));
     expect(load).toBeLessThan(engine.log.indexOf(`gen ${ids.rollout('run1', 0, 0, 1)}:0`));
+    expect(handler.policyVersion).toBe(1);
+  });
+
+  it('a PolicyUpdated with a distributed sync has every engine receive its buckets in order (version on the last), nothing loaded from disk', async () => {
+    const engine = new ScriptedEngine('m0');
+    const received: string[] = [];
+    let held = '0';
+    const transfer: WeightTransfer = {
+      initGroup: async () => undefined,
+      receiveBucket: async (b, o) => {
+        received.push(`${o.groupName} ${b.names.join(',')} ${o.weightVersion ?? '-'} ${o.flushCache ?? false}`);
+        if (o.weightVersion !== undefined) held = o.weightVersion;
+      },
+      finish: async () => void received.push('finish'),
+      promptLogprobs: async () => [],
+    };
+    Object.assign(engine, { weightTransfer: () => transfer, loadedWeights: async () => ({ weightVersion: held, manifestHash: null }) });
+    const seen = await setup(engine);
+    const buckets = [{ names: ['a', 'b'], dtypes: ['float32', 'float32'], shapes: [[2], [2]], bytes: 16 }, { names: ['c'], dtypes: ['float32'], shapes: [[1]], bytes: 4 }];
+    await bus.publish(makeEvent('PolicyUpdated', {
+      runId: 'run1', streamId: 'run-run1', key: 'v1', producer: 'test',
+      data: { version: 1, checkpointUri: '/ckpt/v1', checkpointHash: 'h1', sync: { kind: 'distributed', step: 0, groupName: 'g1', dtype: 'float32', buckets } },
+    }));
+    await bus.publish(request(1, 1));
+    await until(() => seen.some((e) => e.type === 'RolloutCompleted'), 'the rollout at version 1');
+    expect(received).toEqual(['g1 a,b - false', 'g1 c 1 true', 'finish']);
+    expect(engine.log.filter((l) => l.startsWith('load'))).toEqual([]);
     expect(handler.policyVersion).toBe(1);
   });
 });

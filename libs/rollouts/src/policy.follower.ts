@@ -1,5 +1,9 @@
 import { RstarError } from '@rstar/contracts';
+import type { DistributedUpdate } from '@rstar/engines';
 import { isNewerPolicy, type PolicyRef, type PolicyVersionGate } from './policy-version.gate';
+
+/** A policy to load: its ref, its checkpoint hash when the update carried one, and its distributed sync when it has one. */
+export type FollowedPolicy = PolicyRef & { checkpointHash?: string; sync?: DistributedUpdate };
 
 /** The follower was closed (policy-serving stopping): held updates are released unacknowledged. */
 export class PolicyFollowerClosedError extends RstarError {
@@ -19,7 +23,7 @@ export class PolicyFollowerClosedError extends RstarError {
  * instead of starting at version 0 and leaving rollouts for version N waiting forever.
  */
 export class PolicyFollower {
-  private target: { ref: PolicyRef & { checkpointHash?: string }; uri: string } | null = null;
+  private target: { ref: FollowedPolicy; uri: string } | null = null;
   private loading: Promise<void> | null = null;
   private holds: Array<{ above: PolicyRef; resolve: () => void; reject: (e: Error) => void }> = [];
   private closed: PolicyFollowerClosedError | null = null;
@@ -27,7 +31,7 @@ export class PolicyFollower {
   constructor(
     private readonly gate: PolicyVersionGate,
     /** Loads a checkpoint; `ref` names the policy (with its checkpoint hash when the update carried one). */
-    private readonly load: (checkpointUri: string, ref?: PolicyRef & { checkpointHash?: string }) => Promise<void>,
+    private readonly load: (checkpointUri: string, ref?: FollowedPolicy) => Promise<void>,
   ) {}
 
   /**
@@ -35,7 +39,7 @@ export class PolicyFollower {
    * Resolves true when a load covering it ran, false when the engines already held it or newer.
    * @throws the load's error (the update should be redelivered); PolicyFollowerClosedError after close().
    */
-  async apply(ref: PolicyRef & { checkpointHash?: string }, checkpointUri: string): Promise<boolean> {
+  async apply(ref: FollowedPolicy, checkpointUri: string): Promise<boolean> {
     if (this.closed) throw this.closed;
     if (!isNewerPolicy(ref, this.gate.loaded)) return false;
     if (!this.target || isNewerPolicy(ref, this.target.ref)) this.target = { ref: { ...ref }, uri: checkpointUri };

@@ -13,5 +13,6 @@ export * from './hf/hf-sft.traces';
 export * from './hf/hf-sft.runner';
 export * from './hf/tokenizer.check';
 export * from './hf/hf-run.launcher';
+export * from './hf/policy-delivery';
 export * from './overlay.check';
 export * from './remote-run.fields';

@@ -7,9 +7,10 @@ Routes (rank 0's HTTP API; :func:`route`):
   same time (SGLang ``/init_weights_update_group`` with ``rank_offset`` >= 1); the call returns once
   every rank is in. Joining again under the same name replaces the old group.
 - ``POST /v1/weight-sync/plan`` ``{runId, policyVersion, bucketMB, dtype}`` -> ``{buckets: [{names,
-  dtypes, shapes, bytes}], totalBytes, parameters}``: the parameters of the policy the trainer holds,
-  in state-dict order, cut into buckets of at most ``bucketMB`` MiB (a larger tensor is a bucket alone).
-  A tied ``lm_head`` is left out (the engines tie it again).
+  dtypes, shapes, bytes}], totalBytes, parameters, groupName}``: the parameters of the policy the trainer
+  holds, in state-dict order, cut into buckets of at most ``bucketMB`` MiB (a larger tensor is a bucket
+  alone). A tied ``lm_head`` is left out (the engines tie it again). ``groupName``: the group this process
+  has joined, null when none (a restarted worker: the caller forms the group again before sending).
 - ``POST /v1/weight-sync/buckets/{k}`` ``{runId, policyVersion, bucketMB, dtype}``: broadcast bucket ``k``
   tensor by tensor (the order of the plan), cast to ``dtype``; every engine must at the same time be in
   ``/update_weights_from_distributed`` with that bucket's names, dtypes and shapes. Under torchrun the
@@ -178,7 +179,8 @@ class WeightSyncService:
     def plan(self, body: dict) -> dict:
         self._check_policy(body)
         buckets = plan_buckets(self.svc.trainer, _parse_bucket_bytes(body.get("bucketMB")), _parse_dtype(body.get("dtype")))
-        return {"buckets": buckets, "totalBytes": sum(b["bytes"] for b in buckets), "parameters": sum(math.prod(s) for b in buckets for s in b["shapes"])}
+        return {"buckets": buckets, "totalBytes": sum(b["bytes"] for b in buckets), "parameters": sum(math.prod(s) for b in buckets for s in b["shapes"]),
+                "groupName": self.group_name}
 
     def send(self, k: int, body: dict) -> dict:
         if self.group is None:

@@ -61,6 +61,7 @@ def worst(a: list[float], b: list[float]) -> float:
 def sync(worker, eng, version: int, bucket_mb: float, group: str) -> dict:
     s, plan = http("POST", f"{worker.url}/v1/weight-sync/plan", {"runId": RUN, "policyVersion": version, "bucketMB": bucket_mb, "dtype": "float32"})
     assert s == 200, plan
+    assert plan["groupName"] == group  # the group this worker process joined (null after a restart)
     with ThreadPoolExecutor(2) as ex:
         for k, b in enumerate(plan["buckets"]):
             last = k == len(plan["buckets"]) - 1

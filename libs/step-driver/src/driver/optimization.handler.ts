@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { groupTimeoutBudgetS, ids, makeEvent, streams, type EventData, type RstarEvent, type RunConfig, RstarError } from '@rstar/contracts';
 import type { EventBus, Subscription } from '@rstar/messaging';
 import { buildTrainingBatch, splitByStaleness, type BatchGroup, type StalenessVerdict } from '@rstar/grpo';
-import type { PromptSource, RunEventSource, Trainer, TrainStepMetrics, WeightSync } from './ports';
+import type { PolicyDelivery, PromptSource, RunEventSource, Trainer, TrainStepMetrics, WeightSync } from './ports';
 import { maxStalenessOf, pickPrompts, samplingSeed, stageOf, totalSteps } from './step.plan';
 import { resumePoint, type ResumePoint } from './run.resume';
 import { StepCollector } from './step.collector';
@@ -18,6 +18,12 @@ export interface OptimizationDeps {
   trainer: Trainer;
   /** Every inference engine; each gets the new weights after every update. */
   engines: readonly WeightSync[];
+  /**
+   * Distributed runs of the trainer worker: how the weights reach policy-serving's engines and the probe
+   * that checks them ({@link PolicyDelivery}; docs/design/protocol.md §9). Absent: `StepOptimized` then
+   * `PolicyUpdated`, and {@link engines} are updated from the checkpoint.
+   */
+  delivery?: PolicyDelivery;
   /** Checkpoints go to `<checkpointDir>/step-<n>`. */
   checkpointDir: string;
   /** The run's archived events, to resume after a restart (the trainer must already hold `resume.policy`). */
@@ -211,6 +217,8 @@ export class OptimizationHandler {
     // The trainer's version before this step's update (a step trained before a restart: the recorded one's).
     const trainVersion = resume.optimizedNext && resume.optimizedNext.step === step ? resume.optimizedNext.newPolicyVersion - 1 : trainer.version;
     const staleness = eta > 0 ? await this.discardStale(step, groups, trainVersion, eta) : null;
+    // The engines must still serve the version the step sampled with before it trains on their rollouts.
+    if (this.deps.delivery && !(resume.optimizedNext && resume.optimizedNext.step === step)) await this.deps.delivery.verify(trainVersion);
     const batchGroups: BatchGroup[] = groups
       .map((g) => ({ g, kept: staleness ? g.kept.filter((id) => !staleness.stale.has(id)) : g.kept }))
       .filter(({ kept }) => kept.length > 0)
@@ -230,6 +238,8 @@ export class OptimizationHandler {
       if (optimized) {
         // Trained before a crash: the trainer was restored from that checkpoint; do not train twice.
         train = trainMetricsOf(optimized);
+        // With a delivery StepOptimized follows the delivery and its probe: both are done (their PolicyUpdated is on the log).
+        if (this.deps.delivery) return;
       } else {
         const a = this.now();
         train = await inSpan('train', {}, async (span) => {
@@ -248,6 +258,19 @@ export class OptimizationHandler {
           checkpointUri: ckpt.uri, checkpointHash: ckpt.hash,
           ...workerFields(train),
         };
+        const { delivery } = this.deps;
+        if (delivery) {
+          // Deliver first, so StepOptimized records how the engines scored the probe on the new weights.
+          const update = { version: optimized.newPolicyVersion, checkpointUri: optimized.checkpointUri, checkpointHash: optimized.checkpointHash };
+          const c = this.now();
+          const sync = await delivery.describe(update, step);
+          await this.emit('PolicyUpdated', streams.run(runId), stepKey, { ...update, ...(sync ? { sync } : {}) });
+          const weightProbe = await inSpan('weight_sync', { attributes: { 'rstar.policy.version': update.version, 'rstar.weight_sync': sync ? 'distributed' : 'disk' } }, () => delivery.deliver(update, sync));
+          timings.sync = this.now() - c;
+          optimized = { ...optimized, weightProbe };
+          await this.emit('StepOptimized', streams.step(runId, step), stepKey, optimized);
+          return;
+        }
         await this.emit('StepOptimized', streams.step(runId, step), stepKey, optimized);
       }
       const update = { version: optimized.newPolicyVersion, checkpointUri: optimized.checkpointUri, checkpointHash: optimized.checkpointHash };

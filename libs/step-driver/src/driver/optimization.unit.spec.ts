@@ -5,7 +5,7 @@ import { clippedLossStats, type TrainingBatch } from '@rstar/grpo';
 import { ResamplingHandler } from '@rstar/groups';
 import {
   OptimizationHandler, pickPrompts, resumePoint, stageOf, totalSteps, stepMetrics,
-  type PromptSource, type Trainer, type WeightSync,
+  type PolicyDelivery, type PromptSource, type Trainer, type WeightSync,
 } from './index';
 
 const config: RunConfig = parseRunConfig({
@@ -136,6 +136,41 @@ describe('OptimizationHandler on the in-process bus', () => {
     const rp = resumePoint(log);
     expect(rp).toMatchObject({ started: true, finished: true, nextStep: 3 });
     expect(rp.policy?.version).toBe(3);
+  });
+
+  it('given a policy delivery, then PolicyUpdated (with its sync) precedes StepOptimized, which records the probe; the engines are re-probed before each step trains', async () => {
+    bus = new InProcessBus({ subjectPrefix: 'opt-delivery' });
+    const log = await record(bus);
+    await fakeWorkers(bus, (s, p) => (p === 1 ? 1 : s % 2 === 0 ? 1 : 0));
+    const resampler = new ResamplingHandler(bus, { sweepMs: 60_000 });
+    await resampler.start();
+    const trainer = new ReferenceTrainer();
+    const calls: string[] = [];
+    const probe = (version: number) => ({ engineId: 'e0', sync: 'distributed' as const, version, tokens: 3, maxAbsDiff: 0, meanAbsDiff: 0, worst: { position: 1, tokenId: 5, trainer: -1, engine: -1 }, tolerance: 1e-3, passed: true });
+    const delivery: PolicyDelivery = {
+      describe: async (u, step) => ({ kind: 'distributed', step, groupName: 'g', dtype: 'float32', buckets: [{ names: ['w'], dtypes: ['float32'], shapes: [[2]], bytes: 8 }] }),
+      deliver: async (u) => {
+        calls.push(`deliver ${u.version} after ${log.filter((e) => e.type === 'PolicyUpdated').length} updates`);
+        return [probe(u.version)];
+      },
+      verify: async (v) => void calls.push(`verify ${v}`),
+    };
+    const h = new OptimizationHandler(bus, { config, runId: 'run-delivery', prompts, trainer, engines: [], delivery, checkpointDir: '/tmp/ckpt' });
+    await h.run();
+    await h.stop();
+    await resampler.stop();
+    expect(calls).toEqual(['verify 0', 'deliver 1 after 1 updates', 'verify 1', 'deliver 2 after 2 updates', 'verify 2', 'deliver 3 after 3 updates']);
+    const optimized = log.filter((e): e is RstarEvent<'StepOptimized'> => e.type === 'StepOptimized');
+    expect(optimized.map((e) => e.data.weightProbe)).toEqual([[probe(1)], [probe(2)], [probe(3)]]);
+    const types = log.filter((e) => e.type === 'StepOptimized' || e.type === 'PolicyUpdated').map((e) => e.type);
+    expect(types).toEqual(['PolicyUpdated', 'StepOptimized', 'PolicyUpdated', 'StepOptimized', 'PolicyUpdated', 'StepOptimized']);
+    expect(log.find((e): e is RstarEvent<'PolicyUpdated'> => e.type === 'PolicyUpdated')!.data.sync).toMatchObject({ kind: 'distributed', step: 0, groupName: 'g' });
+    // Cut right after step 1's PolicyUpdated (its delivery never finished): resume from version 1, retrain step 1.
+    const cut = log.slice(0, log.findIndex((e) => e.type === 'PolicyUpdated' && e.data.version === 2) + 1);
+    const rp = resumePoint(cut);
+    expect(rp.nextStep).toBe(1);
+    expect(rp.optimizedNext).toBeNull();
+    expect(rp.policy?.version).toBe(1);
   });
 
   it('given all-equal groups and maxExtraGroups, then extra groups from the next seeded prompts refill the step, bounded', async () => {

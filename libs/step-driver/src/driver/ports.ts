@@ -1,4 +1,4 @@
-import type { RstarEvent } from '@rstar/contracts';
+import type { EventData, RstarEvent, WeightProbeResult } from '@rstar/contracts';
 import type { TrainingBatch } from '@rstar/grpo';
 
 /** A training prompt with its gold answer. */
@@ -73,6 +73,37 @@ export interface Trainer {
 export interface WeightSync {
   readonly engineId: string;
   updateWeights(update: { version: number; checkpointUri: string; checkpointHash: string }): Promise<void>;
+}
+
+/**
+ * How a distributed run's new weights reach the engines that policy-serving drives, and how they are
+ * checked (docs/design/protocol.md §9). With it, the step driver publishes `PolicyUpdated` (with
+ * {@link PolicyDelivery.describe}'s fields) before `StepOptimized`, waits for {@link PolicyDelivery.deliver},
+ * and records its probe results in `StepOptimized.weightProbe`.
+ */
+export interface PolicyDelivery {
+  /** The `PolicyUpdated.sync` of `update` made at `step` (the distributed sync's bucket plan), or undefined for the disk path. */
+  describe(update: PolicyUpdate, step: number): Promise<EventData<'PolicyUpdated'>['sync']>;
+  /**
+   * After `PolicyUpdated` is published: send the weights (distributed: the trainer's broadcast, while
+   * policy-serving has the engines receive), wait until every engine reports version `update.version`, and
+   * score the behaviour probe on each. @returns one result per engine; @throws WeightProbeError naming the
+   * engine, the version and the worst token when one differs beyond tolerance.
+   */
+  deliver(update: PolicyUpdate, sync: EventData<'PolicyUpdated'>['sync']): Promise<WeightProbeResult[]>;
+  /**
+   * Before a step trains on its rollouts: the engines still serve `version`, the one the step sampled with
+   * (the probe again, where this process probed that version before; nothing otherwise). Catches weights
+   * loaded behind the run's back, which the next sync would overwrite unseen. @throws WeightProbeError.
+   */
+  verify(version: number): Promise<void>;
+}
+
+/** A policy update as `PolicyUpdated` names it. */
+export interface PolicyUpdate {
+  version: number;
+  checkpointUri: string;
+  checkpointHash: string;
 }
 
 /** Read access to one run's archived events (for resume). */

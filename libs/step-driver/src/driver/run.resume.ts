@@ -7,7 +7,10 @@ export interface ResumePoint {
   finished: boolean;
   /** The next step to run (= number of steps with a StepCompleted, steps being sequential). */
   nextStep: number;
-  /** Latest PolicyUpdated, or null before the first update: the trainer must load this checkpoint. */
+  /**
+   * Latest PolicyUpdated whose StepOptimized is on the log (one published ahead of its StepOptimized and cut
+   * off by a crash is left out), or null before the first update: the trainer must load this checkpoint.
+   */
   policy: EventData<'PolicyUpdated'> | null;
   /** StepOptimized of the next step when it was written before a crash: do not train that step again. */
   optimizedNext: EventData<'StepOptimized'> | null;
@@ -55,6 +58,13 @@ export function resumePoint(events: readonly RstarEvent[]): ResumePoint {
       }
       default: break;
     }
+  }
+  // A run with a PolicyDelivery publishes PolicyUpdated before StepOptimized: an update newer than every
+  // StepOptimized was cut off mid-delivery; the resumed driver starts from the one before and redoes it.
+  const confirmed = Math.max(0, ...[...optimized.values()].map((o) => o.newPolicyVersion));
+  if (policy && policy.version > confirmed) {
+    policy = null;
+    for (const e of events) if (e.type === 'PolicyUpdated' && e.data.version <= confirmed && (!policy || e.data.version > policy.version)) policy = e.data;
   }
   let nextStep = 0;
   while (completed.has(nextStep)) nextStep++;

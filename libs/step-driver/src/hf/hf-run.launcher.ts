@@ -1,7 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ModelTokenizer } from '@rstar/agent';
 import { makeEvent, streams, type RstarEvent, type RunConfig } from '@rstar/contracts';
-import { checkLoadedWeights, type EngineAdapter } from '@rstar/engines';
+import { checkLoadedWeights, probeTokens, type EngineAdapter } from '@rstar/engines';
 import type { EventStore } from '@rstar/event-store';
 import type { EventBus } from '@rstar/messaging';
 import { sandboxExecutor } from '@rstar/policy';
@@ -11,10 +12,12 @@ import { distributedRolloutExtras, OptimizationHandler, resumePoint, type RunSum
 import { readRunEvents, runEventSource } from '../event-store.sources';
 import { runPrompts } from '../prompt.sources';
 import { resolveDataPath } from '../run-config.loader';
+import { RunRefusedError } from '../run.errors';
 import { WorkerTrainer, workerCheckpoints, workerLoss, workerOptimizer } from '../worker/worker.trainer';
 import { runWorkerSft } from './hf-sft.runner';
 import { OPTIMIZATION_STEPS_DURABLE } from '../pipeline.consumers';
 import { checkRunTokenizers } from './tokenizer.check';
+import { HfPolicyDelivery } from './policy-delivery';
 
 /** What the optimization service gives a Hugging Face run (see `LaunchDeps` of distributed-run.launcher.ts). */
 export interface HfLaunchDeps {
@@ -42,6 +45,9 @@ export interface HfLaunchDeps {
  * the RL steps with the {@link WorkerTrainer} (PPO mini-batches, TIS, the stage's lr and temperature). Every
  * `RolloutRequested` carries the run's prompt format and tokenizer hash. After a restart the archive's
  * latest `PolicyUpdated` is the start, and the worker answers steps it already trained from its store.
+ * Every update reaches the engines through {@link HfPolicyDelivery} (docs/design/protocol.md §9): with
+ * `trainer.weightSync: distributed` the engines' routes are checked before SFT and the weight-update group is
+ * formed before the first step; on both paths each update is probed and `StepOptimized` records the result.
  */
 export async function launchHfRun(ev: RstarEvent<'RunStarted'>, config: RunConfig, deps: HfLaunchDeps): Promise<RunSummary | null> {
   const runId = ev.runId;
@@ -61,11 +67,18 @@ export async function launchHfRun(ev: RstarEvent<'RunStarted'>, config: RunConfi
   let tokenizer: ModelTokenizer;
   let tokenizerHash: string;
   let modelDir: string;
+  let delivery: HfPolicyDelivery;
   try {
     const info = await client.info();
     modelDir = resolveDataPath(config.policy.path ?? (config.policy.init === 'checkpoint' && config.policy.checkpoint ? config.policy.checkpoint : info.model));
     tokenizer = ModelTokenizer.load(modelDir, config.policy.path ? 'policy.path' : 'policy.checkpoint');
     tokenizerHash = await checkRunTokenizers({ trainer: { url, tokenizerHash: info.tokenizerHash }, model: { dir: modelDir, tokenizerHash: tokenizer.hash }, engines: deps.engines });
+    delivery = new HfPolicyDelivery({
+      runId, config, trainerUrl: url, engines: deps.engines, probeTokenIds: probeTokens(vocabSizeOf(modelDir)),
+      waitMs: (config.trainer.stepTimeoutS ?? 3600) * 1000,
+    });
+    // Before any SFT: an engine that cannot take part in the run's weight sync is refused now.
+    await delivery.checkRoutes();
   } catch (e) {
     return fail((e as Error).message);
   }
@@ -113,6 +126,10 @@ export async function launchHfRun(ev: RstarEvent<'RunStarted'>, config: RunConfi
       const mismatch = checkLoadedWeights(a, { version, checkpointHash: null }, answer || null);
       if (mismatch) throw mismatch;
     }));
+    // Distributed runs: the group forms once per run (again on every resume).
+    await delivery.start();
+    // A fresh run from the base model: the trainer holds it too, so the engines' start weights are probed as well.
+    if (weights === modelDir && !resume.policy) await delivery.probe(version, 'disk');
     const trainer = new WorkerTrainer({
       client, workerRunId: runId, batchDir: dir, mode: 'grpo', initialVersion: version, initFrom: weights,
       loss: (step) => workerLoss(config, step), optimizer: (step) => workerOptimizer(config, step),
@@ -120,7 +137,7 @@ export async function launchHfRun(ev: RstarEvent<'RunStarted'>, config: RunConfi
       stepTimeoutMs: (config.trainer.stepTimeoutS ?? 3600) * 1000,
     });
     const handler = new OptimizationHandler(deps.bus, {
-      config, runId, prompts: runPrompts(config, resolveDataPath).train, trainer, engines: [], checkpointDir: join(dir, runId),
+      config, runId, prompts: runPrompts(config, resolveDataPath).train, trainer, engines: [], delivery, checkpointDir: join(dir, runId),
       store: runEventSource(deps.store), mode: deps.mode ?? 'distributed', codeVersion: ev.data.codeVersion,
       ...((deps.mode ?? 'distributed') === 'distributed' ? { durable: OPTIMIZATION_STEPS_DURABLE } : {}),
       // SFT traces and rollouts share one prompt format (the full template unless the config says compact).
@@ -140,4 +157,16 @@ export async function launchHfRun(ev: RstarEvent<'RunStarted'>, config: RunConfi
   } finally {
     clearInterval(beat);
   }
+}
+
+/** `vocab_size` of a Hugging Face model directory's config.json (the probe's token range). @throws RunRefusedError when absent. */
+function vocabSizeOf(modelDir: string): number {
+  let v: unknown;
+  try {
+    v = (JSON.parse(readFileSync(join(modelDir, 'config.json'), 'utf8')) as { vocab_size?: unknown }).vocab_size;
+  } catch (e) {
+    throw new RunRefusedError(`cannot read ${join(modelDir, 'config.json')}: ${(e as Error).message} (policy.path must be a Hugging Face model directory)`, 'policy.path');
+  }
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 4) throw new RunRefusedError(`${join(modelDir, 'config.json')} has no integer vocab_size (policy.path must be a Hugging Face model directory)`, 'policy.path');
+  return v;
 }
