@@ -174,8 +174,12 @@ export const RunConfigSchema = z.strictObject({
       weightSync: z.enum(['disk', 'distributed']).default('disk'),
       /** `worker`, `weightSync: distributed`: bucket size in MiB (one HTTP call and one set of broadcasts per bucket). */
       weightSyncBucketMB: z.number().positive().max(65536).default(512),
-      /** `worker`, `weightSync: distributed`: TCP port of the group's store on the trainer's host (reachable by the engines). */
-      weightSyncPort: z.number().int().min(1).max(65535).default(29650),
+      /**
+       * `worker`, `weightSync: distributed`: TCP port of the group's store on the trainer's host (reachable by the
+       * engines). Absent: 29650 for a trainer on another host (the port the deployment opens), a free port for
+       * a trainer on this machine (loopback URL), so that two local runs never contend for one port.
+       */
+      weightSyncPort: z.number().int().min(1).max(65535).optional(),
       /**
        * `worker`: the dtype the engines serve: the wire dtype of `distributed` buckets and what sets the default
        * probe tolerance on both paths (`float32` for fp32 engines such as the reference engine on CPU).

@@ -10,6 +10,7 @@ import { buildTrainingBatch } from '@rstar/grpo';
 import { ensureTinyModel, startReferenceEngine, startTrainerWorker, TrainerWorkerClient, workersPythonForTests, type PythonProcess } from '@rstar/workers';
 import { WorkerTrainer, workerLoss, workerOptimizer } from '../worker/worker.trainer';
 import { HfPolicyDelivery } from './policy-delivery';
+import { DEFAULT_WEIGHT_SYNC_PORT } from './group-port';
 
 const python = workersPythonForTests();
 const CACHE = resolve(__dirname, '../../../../.rstar/models');
@@ -30,15 +31,14 @@ function perturbedCopy(py: string, src: string, out: string): void {
   execFileSync(py, ['-c', code, src, out], { stdio: 'pipe' });
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => res(p));
-    });
-    s.on('error', rej);
+/** Holds `port` open (another local run's group store) until `close`; a port some other process holds already serves as well. */
+async function occupy(port: number): Promise<{ close: () => Promise<void> }> {
+  const s = createServer();
+  const held = await new Promise<boolean>((res) => {
+    s.once('error', () => res(false));
+    s.listen(port, '127.0.0.1', () => res(true));
   });
+  return { close: () => (held ? new Promise<void>((r) => s.close(() => r())) : Promise.resolve()) };
 }
 
 /**
@@ -68,7 +68,7 @@ describe.skipIf(!python)('HfPolicyDelivery: the trainer broadcasts, the engine r
     config = parseRunConfig({
       name: 'delivery', stages: [{ name: 'rl', steps: 1, promptsPerStep: 1, groupSize: 2, maxResponseTokens: 16, lr: 1e-3 }],
       policy: { kind: 'hf', path: model }, engines: [{ kind: 'sglang', url: engine.url }],
-      trainer: { kind: 'worker', weightSync: 'distributed', weightSyncDtype: 'float32', weightSyncBucketMB: 0.25, weightSyncPort: await freePort(), warmupSteps: 0 },
+      trainer: { kind: 'worker', weightSync: 'distributed', weightSyncDtype: 'float32', weightSyncBucketMB: 0.25, warmupSteps: 0 },
     });
   }, 600_000);
 
@@ -82,7 +82,15 @@ describe.skipIf(!python)('HfPolicyDelivery: the trainer broadcasts, the engine r
     const adapter = new SglangAdapter('sglang-0', engine.url);
     const vocab = (JSON.parse(readFileSync(join(model, 'config.json'), 'utf8')) as { vocab_size: number }).vocab_size;
     const delivery = new HfPolicyDelivery({ runId, config, trainerUrl: trainer.url, engines: [adapter], probeTokenIds: probeTokens(vocab), waitMs: 120_000, pollMs: 50 });
-    await delivery.start();
+    // No trainer.weightSyncPort and a local trainer: the group's store takes a free port, not the default one
+    // another local run may hold (two `rstar train --preset hf-tiny` at once failed with EADDRINUSE on 29650).
+    expect(config.trainer.weightSyncPort).toBeUndefined();
+    const other = await occupy(DEFAULT_WEIGHT_SYNC_PORT);
+    try {
+      await delivery.start();
+    } finally {
+      await other.close();
+    }
 
     // One GRPO step on two sequences with rewards 1 and 0 (old logprobs: the trainer's own, so ratio 1).
     const ids = probeTokens(vocab, 12);

@@ -4,6 +4,7 @@ import {
   type EngineAdapter, type SyncEngine,
 } from '@rstar/engines';
 import type { PolicyDelivery, PolicyUpdate } from '../driver';
+import { weightSyncPort } from './group-port';
 
 /** An engine did not report the policy version it was sent within the wait (policy-serving did not load it). */
 export class PolicyDeliveryTimeoutError extends RstarError {
@@ -87,14 +88,16 @@ export class HfPolicyDelivery implements PolicyDelivery {
   async start(): Promise<void> {
     if (!this.distributed) return;
     await this.checkRoutes();
-    await this.group().init();
+    await (await this.group()).init();
   }
 
-  private group(): DistributedWeightSync {
+  /** The group as formed now: a new local port each time it is formed when the config names none ({@link weightSyncPort}). */
+  private async group(): Promise<DistributedWeightSync> {
     const t = this.o.config.trainer;
+    const masterAddress = new URL(this.o.trainerUrl).hostname;
     return new DistributedWeightSync({
       trainer: this.trainer, engines: this.syncEngines(), bucketMB: t.weightSyncBucketMB, dtype: this.dtype,
-      group: { masterAddress: new URL(this.o.trainerUrl).hostname, masterPort: t.weightSyncPort, groupName: this.groupName },
+      group: { masterAddress, masterPort: await weightSyncPort(t.weightSyncPort, masterAddress), groupName: this.groupName },
     });
   }
 
@@ -106,7 +109,7 @@ export class HfPolicyDelivery implements PolicyDelivery {
   async describe(update: PolicyUpdate, step: number): Promise<EventData<'PolicyUpdated'>['sync']> {
     if (!this.distributed) return undefined;
     const plan = await this.trainer.plan({ runId: this.o.runId, policyVersion: update.version }, this.o.config.trainer.weightSyncBucketMB, this.dtype);
-    if (plan.groupName !== undefined && plan.groupName !== this.groupName) await this.group().init();
+    if (plan.groupName !== undefined && plan.groupName !== this.groupName) await (await this.group()).init();
     return { kind: 'distributed', step, groupName: this.groupName, dtype: this.dtype, buckets: plan.buckets };
   }
 
