@@ -85,11 +85,11 @@ describe.skipIf(!python)('HfPolicyDelivery: the trainer broadcasts, the engine r
     // No trainer.weightSyncPort and a local trainer: the group's store takes a free port, not the default one
     // another local run may hold (two `rstar train --preset hf-tiny` at once failed with EADDRINUSE on 29650).
     expect(config.trainer.weightSyncPort).toBeUndefined();
-    const other = await occupy(DEFAULT_WEIGHT_SYNC_PORT);
+    const held = await occupy(DEFAULT_WEIGHT_SYNC_PORT);
     try {
       await delivery.start();
     } finally {
-      await other.close();
+      await held.close();
     }
 
     // One GRPO step on two sequences with rewards 1 and 0 (old logprobs: the trainer's own, so ratio 1).
