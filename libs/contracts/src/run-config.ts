@@ -140,7 +140,11 @@ export const RunConfigSchema = z.strictObject({
       miniBatch: z.number().int().min(1).optional(),
       /** `worker`: passes over the batch per step (default 1). */
       ppoEpochs: z.number().int().min(1).optional(),
-      /** `worker`: cap of tokens per packed micro-batch (sequences laid end to end, no padding). */
+      /**
+       * `worker`: cap of tokens per packed micro-batch (sequences laid end to end, no padding), for RL and SFT
+       * updates. On CPU the attention of a pack is a masked SDPA over the whole pack, quadratic in its length,
+       * so a cap of a few hundred tokens is much faster there; on GPU (varlen) it only bounds memory.
+       */
       microBatchTokens: z.number().int().min(1).optional(),
       /** `worker`: recompute activations in the backward pass (less memory). */
       gradientCheckpointing: z.boolean().optional(),

@@ -92,7 +92,8 @@ export async function runWorkerSft(o: WorkerSftOptions): Promise<WorkerSftResult
     loss: () => ({}),
     optimizer: () => ({
       kind: 'adamw', lr: sft.lr, warmupSteps: Math.ceil(sft.warmupSteps / chunk), weightDecay: config.trainer.weightDecay, gradClip: config.trainer.gradClip,
-      miniBatch: sft.batchSize, microBatch: sft.batchSize, ppoEpochs: 1,
+      // The trainer's micro-batch token cap holds for SFT updates too (on CPU it bounds the attention cost of a pack).
+      miniBatch: sft.batchSize, microBatch: sft.batchSize, microBatchTokens: config.trainer.microBatchTokens ?? null, ppoEpochs: 1,
     }),
     stepTimeoutMs: o.stepTimeoutMs ?? 3_600_000,
   });
