@@ -1,9 +1,8 @@
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freeLocalPort, perturbedModelCopy } from '@rstar/testing';
 import { ensureTinyModel, startReferenceEngine, startTrainerWorker, workersPythonForTests, type PythonProcess } from '@rstar/workers';
 import { startBuiltinEngine, type BuiltinEngine } from './builtin-engine';
 import { DistributedWeightSync, TrainerWeightSource } from './distributed-sync';
@@ -13,33 +12,6 @@ import { VllmAdapter } from './vllm.adapter';
 
 const python = workersPythonForTests();
 const CACHE = resolve(__dirname, '../../../.rstar/models');
-
-/** A copy of `src` with every weight moved by seeded noise and the same tokenizer: "another checkpoint". */
-function perturbedCopy(py: string, src: string, out: string): void {
-  const code = [
-    'import os, shutil, sys, torch',
-    'from transformers import AutoModelForCausalLM',
-    'src, out = sys.argv[1], sys.argv[2]',
-    'm = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32)',
-    'g = torch.Generator().manual_seed(5)',
-    'with torch.no_grad():',
-    '    [p.add_(torch.randn(p.shape, generator=g) * 0.05) for p in m.parameters()]',
-    'm.save_pretrained(out)',
-    "[shutil.copyfile(os.path.join(src, n), os.path.join(out, n)) for n in os.listdir(src) if n.startswith('tokenizer') or n in ('chat_template.jinja', 'special_tokens_map.json')]",
-  ].join('\n');
-  execFileSync(py, ['-c', code, src, out], { stdio: 'pipe' });
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => res(p));
-    });
-    s.on('error', rej);
-  });
-}
 
 describe.skipIf(!python)('distributed weight sync (gloo) from the trainer worker into the reference engine, checked by the probe', () => {
   let tmp: string;
@@ -53,7 +25,7 @@ describe.skipIf(!python)('distributed weight sync (gloo) from the trainer worker
     model = await ensureTinyModel(CACHE);
     tmp = mkdtempSync(join(tmpdir(), 'rstar-wsync-'));
     other = join(tmp, 'other');
-    perturbedCopy(python!, model, other);
+    perturbedModelCopy(python!, model, other);
     // The engine starts on other weights than the trainer's: only the sync makes them agree.
     [trainer, engine, builtin] = await Promise.all([
       startTrainerWorker({ model, stateDir: join(tmp, 'state'), threads: 1 }),
@@ -80,7 +52,7 @@ describe.skipIf(!python)('distributed weight sync (gloo) from the trainer worker
 
     const sync = new DistributedWeightSync({
       trainer: source, engines, bucketMB: 0.25, dtype: 'float32',
-      group: { masterAddress: '127.0.0.1', masterPort: await freePort(), groupName: 'rstar-wsync-spec', backend: 'gloo' },
+      group: { masterAddress: '127.0.0.1', masterPort: await freeLocalPort(), groupName: 'rstar-wsync-spec', backend: 'gloo' },
     });
     await checkWeightTransferRoutes({ id: sglang.id, kind: 'sglang', url: engine.url });
     const sent = await sync.sync({ policyVersion: 0 });

@@ -6,3 +6,4 @@ export * from './trackers.env';
 export * from './process.helpers';
 export * from './nats-server.process';
 export * from './synthetic-run.generator';
+export * from './model.perturb';

@@ -1,9 +1,9 @@
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { perturbedModelCopy } from '@rstar/testing';
 import { parseRunConfig, type RunConfig } from '@rstar/contracts';
 import { probeTokens, receiveDistributedWeights, SglangAdapter, WeightProbeError, WeightTransferUnsupportedError } from '@rstar/engines';
 import { buildTrainingBatch } from '@rstar/grpo';
@@ -14,22 +14,6 @@ import { DEFAULT_WEIGHT_SYNC_PORT } from './group-port';
 
 const python = workersPythonForTests();
 const CACHE = resolve(__dirname, '../../../../.rstar/models');
-
-/** A copy of `src` with every weight moved by seeded noise and the same tokenizer: "another checkpoint". */
-function perturbedCopy(py: string, src: string, out: string): void {
-  const code = [
-    'import os, shutil, sys, torch',
-    'from transformers import AutoModelForCausalLM',
-    'src, out = sys.argv[1], sys.argv[2]',
-    'm = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32)',
-    'g = torch.Generator().manual_seed(5)',
-    'with torch.no_grad():',
-    '    [p.add_(torch.randn(p.shape, generator=g) * 0.05) for p in m.parameters()]',
-    'm.save_pretrained(out)',
-    "[shutil.copyfile(os.path.join(src, n), os.path.join(out, n)) for n in os.listdir(src) if n.startswith('tokenizer') or n in ('chat_template.jinja', 'special_tokens_map.json')]",
-  ].join('\n');
-  execFileSync(py, ['-c', code, src, out], { stdio: 'pipe' });
-}
 
 /** Holds `port` open (another local run's group store) until `close`; a port some other process holds already serves as well. */
 async function occupy(port: number): Promise<{ close: () => Promise<void> }> {
@@ -59,7 +43,7 @@ describe.skipIf(!python)('HfPolicyDelivery: the trainer broadcasts, the engine r
     model = await ensureTinyModel(CACHE);
     tmp = mkdtempSync(join(tmpdir(), 'rstar-delivery-'));
     other = join(tmp, 'other');
-    perturbedCopy(python!, model, other);
+    perturbedModelCopy(python!, model, other);
     // The engine starts on other weights: only the sync makes it serve the trainer's.
     [trainer, engine] = await Promise.all([
       startTrainerWorker({ model, stateDir: join(tmp, 'state'), checkpointRoot: join(tmp, 'ckpt'), threads: 1 }),
