@@ -207,6 +207,13 @@ function standaloneHarness(): () => Promise<Harness> {
   };
 }
 
+/**
+ * How long an archive wait may take here. In one CI-like run the JetStream half of these tests, 20,000 events,
+ * did not finish in the default 60 s at load ~49 on 2 cores (two hf-tiny runs beside the suite), and the
+ * next tests inherited its backlog on the same durable; at load ~5 the file takes ~2 min in all.
+ */
+const LOADED_MS = 300_000;
+
 for (const [mode, makeHarness] of [
   ['distributed (JetStream + Postgres)', distributedHarness()],
   ['standalone (in-process bus + PGlite)', standaloneHarness()],
@@ -226,10 +233,10 @@ for (const [mode, makeHarness] of [
       await Promise.all(producers.map((bus, p) => publishAll(bus, perProducer[p])));
       // Republish a slice: retried publishes must not create duplicates.
       await producers[0].publish(perProducer[0].slice(0, 500));
-      await until(async () => (await h.store.count(runId)) >= 20_000, '20,000 archived events');
+      await until(async () => (await h.store.count(runId)) >= 20_000, '20,000 archived events', { timeoutMs: LOADED_MS });
       await expectGapFree(h.store, runId, 20_000);
       await arch.stop();
-    });
+    }, LOADED_MS + 60_000);
 
     it('loses and duplicates nothing when the archiver dies mid-batch and restarts', async () => {
       const runId = ids.newRun();
@@ -238,17 +245,17 @@ for (const [mode, makeHarness] of [
       const arch = await h.startArchiver();
       let published = 0;
       const publishing = publishAll(bus, list, 250, (n) => (published = n));
-      await until(async () => (await h.store.count(runId)) > 0, 'the first committed batch');
+      await until(async () => (await h.store.count(runId)) > 0, 'the first committed batch', { timeoutMs: LOADED_MS });
       await arch.crash();
       const archivedAtCrash = await h.store.count(runId);
       const arch2 = await h.startArchiver();
       await publishing;
       expect(published).toBe(10_000);
-      await until(async () => (await h.store.count(runId)) >= 10_000, 'all 10,000 archived after restart');
+      await until(async () => (await h.store.count(runId)) >= 10_000, 'all 10,000 archived after restart', { timeoutMs: LOADED_MS });
       expect(archivedAtCrash).toBeLessThan(10_000);
       await expectGapFree(h.store, runId, 10_000);
       await arch2.stop();
-    });
+    }, LOADED_MS + 60_000);
 
     it('dead-letters malformed and unknown events with a log line naming the field, and keeps archiving', async () => {
       const runId = ids.newRun();
@@ -261,16 +268,16 @@ for (const [mode, makeHarness] of [
       await bus.publishRaw('rstar.rollout.teleported', JSON.stringify(unknown), unknown.id);
       await bus.publishRaw('rstar.step.completed', '{"not": "an event"', `garbage:${runId}`);
       await bus.publish(good);
-      await until(async () => (await h.store.countByType(runId)).StepCompleted === 100, 'the good events archived');
+      await until(async () => (await h.store.countByType(runId)).StepCompleted === 100, 'the good events archived', { timeoutMs: LOADED_MS });
       // Dead letters are kept in the quarantine, outside the run's events and chain.
-      await until(async () => (await h.store.quarantined(runId)).length === 2, 'two dead letters of the run');
+      await until(async () => (await h.store.quarantined(runId)).length === 2, 'two dead letters of the run', { timeoutMs: LOADED_MS });
       const fields = (await h.store.quarantined(runId)).map((q) => q.field).sort();
       expect(fields).toEqual(['StepCompleted.data.step', 'type']);
       expect((await h.store.countByType(runId)).DeadLettered ?? 0).toBe(0);
       await until(() => arch.logs.some((l) => l.includes('dead-lettered') && l.includes('StepCompleted.data.step')), 'the dead-letter log line');
       expect(arch.logs.some((l) => l.includes('dead-lettered') && l.includes('"field":"type"') && l.includes('RolloutTeleported'))).toBe(true);
       await arch.stop();
-    });
+    }, LOADED_MS + 60_000);
 
     it.skipIf(mode.startsWith('standalone'))('keeps every event when NATS restarts while producers publish', async () => {
       if (!existsSync('/usr/sbin/nats-server') && !process.env.PATH?.split(':').some((d) => existsSync(join(d, 'nats-server')))) {

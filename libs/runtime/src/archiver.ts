@@ -1,5 +1,5 @@
 import type { RstarEvent } from '@rstar/contracts';
-import type { EventStore } from '@rstar/event-store';
+import type { AppendResult, EventStore } from '@rstar/event-store';
 import { counter, createLogger, type Logger } from '@rstar/telemetry';
 import { isBatchSubscriber, TransientError, type EventBus, type Subscription, ALL_EVENT_TYPES } from '@rstar/messaging';
 
@@ -169,39 +169,10 @@ export class Archiver {
 
   /**
    * Append one batch and count it; a failure becomes a {@link TransientError} so the batch is redelivered.
-   * Two batches are in flight at once, but a batch never commits ahead of an earlier one that writes one
-   * of its streams: it waits for that one to settle first. Otherwise the later batch could take the
-   * streams' locks first, and the archive would hold a stream's events out of the bus's order, and, when
-   * an id is squatted inside the bus's duplicate window, the later copy as the event and the earlier one as
-   * the collision. When that earlier batch failed (it is redelivered), this one fails too, for the same reason.
+   * The append itself goes through {@link commitInOrder}; the chain checkpoints follow it.
    */
   private async append(events: RstarEvent[]): Promise<void> {
-    const streams = new Set(events.map((e) => e.streamId));
-    const earlier = this.appending.filter((a) => [...streams].some((s) => a.streams.has(s))).map((a) => a.settled);
-    let settle!: (ok: boolean) => void;
-    const entry = { streams, settled: new Promise<boolean>((r) => (settle = r)) };
-    this.appending.push(entry);
-    let ok = false;
-    try {
-      await this.appendInOrder(events, earlier);
-      ok = true;
-    } finally {
-      this.appending.splice(this.appending.indexOf(entry), 1);
-      settle(ok);
-    }
-  }
-
-  private async appendInOrder(events: RstarEvent[], earlier: Promise<boolean>[]): Promise<void> {
-    if (earlier.length && !(await Promise.all(earlier)).every(Boolean)) {
-      throw new TransientError('an earlier batch over the same streams failed; this one is redelivered after it, in stream order');
-    }
-    let r;
-    try {
-      r = await this.store.appendBatch(events);
-    } catch (e) {
-      this.log.warn('append failed; the batch will be redelivered', { events: events.length, err: e });
-      throw new TransientError(`archive append failed: ${(e as Error).message}`, e);
-    }
+    const r = await this.commitInOrder(events);
     this.stats.archived += r.appended;
     this.stats.duplicates += r.duplicates;
     this.stats.quarantined += r.quarantined + r.collisions.length;
@@ -213,6 +184,39 @@ export class Archiver {
     if (r.quarantined) archivedTotal().inc({ result: 'dead_letter' }, r.quarantined);
     if (r.collisions.length) archivedTotal().inc({ result: 'id_collision' }, r.collisions.length);
     await this.checkpoint(events);
+  }
+
+  /**
+   * `store.appendBatch(events)`, never ahead of an earlier batch that writes one of the same streams. Two
+   * batches are in flight at once; without this the later one could take the streams' locks first, and the
+   * archive would hold a stream's events out of the bus's order and, for an id squatted inside the bus's
+   * duplicate window, the later copy as the event and the earlier one as the collision. Only the commit
+   * waits (not the earlier batch's checkpoint). When the earlier batch failed (it is redelivered), this one
+   * fails too, so that both come back in order. @throws TransientError
+   */
+  private async commitInOrder(events: RstarEvent[]): Promise<AppendResult> {
+    const streams = new Set(events.map((e) => e.streamId));
+    const earlier = this.appending.filter((a) => [...streams].some((s) => a.streams.has(s))).map((a) => a.settled);
+    let settle!: (ok: boolean) => void;
+    const entry = { streams, settled: new Promise<boolean>((r) => (settle = r)) };
+    this.appending.push(entry);
+    let ok = false;
+    try {
+      if (earlier.length && !(await Promise.all(earlier)).every(Boolean)) {
+        throw new TransientError('an earlier batch over the same streams failed; this one is redelivered after it, in stream order');
+      }
+      try {
+        const r = await this.store.appendBatch(events);
+        ok = true;
+        return r;
+      } catch (e) {
+        this.log.warn('append failed; the batch will be redelivered', { events: events.length, err: e });
+        throw new TransientError(`archive append failed: ${(e as Error).message}`, e);
+      }
+    } finally {
+      this.appending.splice(this.appending.indexOf(entry), 1);
+      settle(ok);
+    }
   }
 
   /**
