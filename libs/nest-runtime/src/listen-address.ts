@@ -1,17 +1,7 @@
 import { isIP } from 'node:net';
+import { isLoopbackHost } from '@rstar/security';
 import type { Logger } from '@rstar/telemetry';
 import { ServiceConfigError } from './service-config';
-
-/**
- * True when `host` only accepts connections from this machine: `localhost`, an IPv4 address in
- * 127.0.0.0/8 or `::1`. Every other value (`0.0.0.0`, `::`, a LAN address, a name) may be reached from
- * the network.
- */
-export function isLoopbackHost(host: string): boolean {
-  const h = host.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1');
-  if (h === 'localhost' || h === '::1' || h === '0:0:0:0:0:0:0:1') return true;
-  return isIP(h) === 4 && h.startsWith('127.');
-}
 
 /** Whether exposing the HTTP API on `host` is allowed: the settings {@link checkExposure} reads. */
 export interface ExposureSettings {

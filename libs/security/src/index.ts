@@ -7,3 +7,4 @@ export * from './merkle';
 export * from './event-signature';
 export * from './security.settings';
 export * from './secrets.generator';
+export * from './loopback-host';

@@ -1,9 +1,8 @@
 import { createServer } from 'node:net';
+import { isLoopbackHost } from '@rstar/security';
 
 /** The store port of a weight-update group when the config names none and the trainer is on another host. */
 export const DEFAULT_WEIGHT_SYNC_PORT = 29650;
-
-const LOOPBACK = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
 
 /**
  * The TCP port of a weight-update group's store on the trainer's host (docs/design/protocol.md §9).
@@ -14,7 +13,7 @@ const LOOPBACK = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
  */
 export async function weightSyncPort(configured: number | undefined, trainerHost: string): Promise<number> {
   if (configured !== undefined) return configured;
-  if (!LOOPBACK.has(trainerHost)) return DEFAULT_WEIGHT_SYNC_PORT;
+  if (!isLoopbackHost(trainerHost)) return DEFAULT_WEIGHT_SYNC_PORT;
   return new Promise<number>((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);

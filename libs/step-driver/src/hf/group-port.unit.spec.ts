@@ -14,7 +14,7 @@ describe('weightSyncPort: where a weight-update group\'s store listens', () => {
   });
 
   it('gives a local trainer a port that is free now, never the default', async () => {
-    for (const host of ['127.0.0.1', 'localhost', '[::1]']) {
+    for (const host of ['127.0.0.1', '127.0.0.2', 'localhost', '[::1]']) {
       const port = await weightSyncPort(undefined, host);
       expect(port).not.toBe(DEFAULT_WEIGHT_SYNC_PORT);
       // Free: the trainer can bind it.
