@@ -5,7 +5,7 @@ import { cpus, loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { REPO_ROOT, SandboxPool, loadTrajectories, replayTrajectories, resolvePython, type ExecRequest, type ExecResult } from '@rstar/sandbox';
-import { httpGetJson, loneInterleaved, startBareHttpServer } from './sandbox.http-lone';
+import { httpGetJson, loneInterleaved, startBareHttpServer, startBarePoolServer } from './sandbox.http-lone';
 
 /**
  * `pnpm bench sandbox [--quick]`: warm-zygote sandbox vs the baseline rStar2 trained with (a fresh
@@ -32,6 +32,9 @@ import { httpGetJson, loneInterleaved, startBareHttpServer } from './sandbox.htt
  * those lone calls, two references that split that overhead: `http_bare_rtt_ms` (a bare `node:http`
  * server in its own process: the floor of any HTTP hop on this host at this load) and
  * `http_route_rtt_ms` (the service's `GET /v1/sandbox`: Nest, tracing and auth without the pool).
+ * And the floor of any HTTP service in front of the pool: a bare `node:http` server in its own process
+ * with its own default pool (no framework, auth, validation or tracing), against the library the same
+ * way: `http_floor_pool_vs_library_trivial` and `http_floor_pool_lone_overhead_ms`.
  * Last: a program importing scipy.stats (what the scipy
  * zygote serves warm) and the containment figure `timeout_overrun_ms` (how far past its limit a
  * timed-out call ends), which tests only bound loosely.
@@ -383,17 +386,31 @@ async function viaHttp(python: string, quick: boolean, pool: SandboxPool): Promi
     // here: two process wake-ups and node:http at both ends) and the service's GET /v1/sandbox (Nest,
     // tracing, auth, no pool, no body).
     const bare = await startBareHttpServer();
+    const barePool = await startBarePoolServer();
     let lone;
+    let floorVsLib;
     try {
       for (let i = 0; i < 50; i++) await httpExecute(bare.url, { code: 'pass' });
+      for (let i = 0; i < 50; i++) await httpExecute(barePool.url, { code: 'pass' });
       lone = await loneInterleaved(quick ? 100 : 300, {
         library: () => pool.execute({ code: 'pass' }),
         http: () => httpExecute(svc.url, { code: 'pass' }),
         bare: () => httpExecute(bare.url, { code: 'pass' }),
         route: () => httpGetJson(svc.url + '/v1/sandbox', AGENT),
+        barePool: () => httpExecute(barePool.url, { code: 'pass' }),
       });
+      // The same load through a bare node:http server with its own default pool: the most any HTTP
+      // service in front of the pool can reach on this host (no framework, auth, validation or tracing).
+      floorVsLib = await serviceVsFloor(
+        '(bare pool server vs library a) print(1)',
+        rounds,
+        { n: quick ? 300 : 700, conc: INFLIGHT, call: async () => ({ ok: (await httpExecute(barePool.url, { code: TRIVIAL })).status === 'ok' }) },
+        { n: quick ? 300 : 700, conc: INFLIGHT, call: () => libOk({ code: TRIVIAL }) },
+        'library',
+      );
     } finally {
       await bare.stop();
+      await barePool.stop();
     }
     const loneP50 = lone.http.p50;
     const loneOverhead = lone.http.p50 - lone.library.p50;
@@ -402,6 +419,10 @@ async function viaHttp(python: string, quick: boolean, pool: SandboxPool): Promi
       `(http) of the ${r2(loneOverhead)} ms: a bare node:http round trip to another process ${r2(lone.bare.p50)} ms (the floor of any HTTP hop at this load), ` +
         `the service's GET /v1/sandbox ${r2(lone.route.p50)} ms (${r2(lone.route.p50 - lone.bare.p50)} ms of Nest, tracing and auth over the floor), ` +
         `the rest ${r2(loneOverhead - lone.route.p50)} ms (body, validation, the extra hop to the service's pool)`,
+    );
+    log(
+      `(http) a bare node:http server with its own default pool: lone p50 ${r2(lone.barePool.p50)} ms, ${r2(lone.barePool.p50 - lone.library.p50)} ms over the library ` +
+        `(the least any HTTP service in front of the pool costs here); the service ${r2(lone.http.p50 - lone.barePool.p50)} ms over that server`,
     );
     const trivialVsLib = await serviceVsFloor(
       '(http vs library a) print(1)',
@@ -485,6 +506,8 @@ async function viaHttp(python: string, quick: boolean, pool: SandboxPool): Promi
       http_lone_overhead_ms: r2(loneOverhead),
       http_bare_rtt_ms: r2(lone.bare.p50),
       http_route_rtt_ms: r2(lone.route.p50),
+      http_floor_pool_vs_library_trivial: r2(floorVsLib.ratio),
+      http_floor_pool_lone_overhead_ms: r2(lone.barePool.p50 - lone.library.p50),
     };
   } finally {
     AGENT.destroy();

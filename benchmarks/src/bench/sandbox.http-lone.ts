@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request, type Agent } from 'node:http';
+import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 
 /**
@@ -28,6 +29,29 @@ http.createServer((req, res) => {
   const port = await new Promise<number>((ok, fail) => {
     createInterface({ input: proc.stdout! }).once('line', (l) => ok((JSON.parse(l) as { port: number }).port));
     proc.once('exit', (c) => fail(new Error(`the bare HTTP server exited with code ${c} before listening`)));
+  });
+  const stop = () =>
+    new Promise<void>((done) => {
+      if (proc.exitCode !== null) return done();
+      proc.once('exit', () => done());
+      proc.kill('SIGTERM');
+    });
+  return { url: `http://127.0.0.1:${port}`, proc, stop };
+}
+
+/**
+ * The floor of an HTTP service in front of the pool, for `pnpm bench sandbox`: a bare `node:http`
+ * server in its own process with a default `SandboxPool` behind it (`sandbox.bare-pool.main.ts`). The
+ * gap between it and the library is what the extra process costs on this host; the gap between the
+ * service and it is what the service itself costs.
+ * @returns its `http://127.0.0.1:<port>` URL and a `stop()`; rejects when the process ends before listening.
+ */
+export async function startBarePoolServer(): Promise<{ url: string; proc: ChildProcess; stop: () => Promise<void> }> {
+  const main = resolve(__dirname, 'sandbox.bare-pool.main.ts');
+  const proc = spawn(process.execPath, ['--import', 'tsx', main], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((ok, fail) => {
+    createInterface({ input: proc.stdout! }).once('line', (l) => ok((JSON.parse(l) as { port: number }).port));
+    proc.once('exit', (c) => fail(new Error(`the bare pool server exited with code ${c} before listening`)));
   });
   const stop = () =>
     new Promise<void>((done) => {

@@ -19,6 +19,8 @@ export const MAX_BATCH = 1024;
  * (`{requests: ExecRequest[]}` -> `{results}` in order), `GET /v1/sandbox` (the pool's health: isolation,
  * workers, queue, Python). Probes and metrics are nest-runtime's `/health/*` and `/metrics`. Running code
  * needs a token with scope `execute`, reading the pool's health `read` (when tokens are configured).
+ * An authorized, valid `POST /v1/execute` is answered before it reaches this controller, by
+ * `ExecuteFastPath` (execute.fast-path.ts, same answer); this route answers the refusals and invalid bodies.
  */
 @Controller()
 @RequireScope('execute')

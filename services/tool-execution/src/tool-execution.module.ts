@@ -1,7 +1,8 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Module, RequestMethod, type DynamicModule, type MiddlewareConsumer, type NestModule } from '@nestjs/common';
 import { BusModule, HealthModule, MetricsModule, parseServiceEnv, ServiceConfigModule } from '@rstar/nest-runtime';
 import { CodeJudgeController } from './code-judge.controller';
 import { ExecuteController } from './execute.controller';
+import { ExecuteFastPath } from './execute.fast-path';
 import { SandboxFusionController } from './sandbox-fusion.controller';
 import { sandboxProviders } from './sandbox-pool.provider';
 import { ToolCallsWorker } from './tool-calls.worker';
@@ -14,7 +15,11 @@ import { toolExecutionEnv } from './tool-execution.config';
  * request/reply). `env` defaults to `process.env`.
  */
 @Module({})
-export class ToolExecutionModule {
+export class ToolExecutionModule implements NestModule {
+  configure(consumer: MiddlewareConsumer): void {
+    consumer.apply(ExecuteFastPath).forRoutes({ path: 'v1/execute', method: RequestMethod.POST });
+  }
+
   static forRoot(env: Record<string, string | undefined> = process.env): DynamicModule {
     const busOn = parseServiceEnv(toolExecutionEnv, env).RSTAR_NATS_URL !== 'off';
     return {
