@@ -14,6 +14,20 @@ if [ "${1:-}" = stop ]; then
   rm -f "$pidfile"; exit 0
 fi
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# Fail closed: a secured stack beside a local Postgres whose superuser `rstar` still logs in with the
+# well-known password of start.sh would let anything on this host (the service that runs model-written
+# code included) rewrite the archive as a superuser. RSTAR_ALLOW_INSECURE=true goes ahead anyway, loudly.
+psql_bin="$PG_BIN/psql"; [ -x "$psql_bin" ] || psql_bin="$(command -v psql || true)"
+if [ -n "$psql_bin" ] && port_open "$RSTAR_PG_PORT" \
+   && PGPASSWORD=rstar PGCONNECT_TIMEOUT=5 "$psql_bin" -h 127.0.0.1 -p "$RSTAR_PG_PORT" -U rstar -d postgres -tAc 'SELECT 1' >/dev/null 2>&1; then
+  msg="the Postgres on 127.0.0.1:$RSTAR_PG_PORT lets the superuser rstar log in with the well-known password 'rstar' (start.sh's default). Give it another: psql -h 127.0.0.1 -p $RSTAR_PG_PORT -U rstar -d postgres -c \"ALTER ROLE rstar PASSWORD '<secret>'\" (a new cluster: RSTAR_PG_PASSWORD=<secret> bash infra/local/start.sh), and use RSTAR_PG_PASSWORD=<secret> from then on (docs/security.md, section 3)"
+  if [ "${RSTAR_ALLOW_INSECURE:-}" = true ]; then
+    echo "start-secured.sh: INSECURE (RSTAR_ALLOW_INSECURE=true): $msg" >&2
+  else
+    echo "start-secured.sh: refusing to start: $msg. RSTAR_ALLOW_INSECURE=true starts it anyway." >&2
+    exit 3
+  fi
+fi
 mkdir -p "$RSTAR_STATE_DIR/nats-secured"
 if [ ! -f "$secrets/nats-auth.conf" ]; then
   (cd "$here/../.." && npx tsx libs/cli/src/main.ts security init --out "$secrets" >/dev/null)

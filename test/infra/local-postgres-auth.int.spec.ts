@@ -55,7 +55,9 @@ describe.skipIf(!pgBin)('local Postgres of start.sh: passwords (scram-sha-256) o
     dirs.push(d);
     return d;
   };
+  const cleanups: Array<() => unknown> = [];
   afterAll(() => {
+    for (const c of cleanups) c();
     for (const env of stops) script('stop.sh', env);
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   }, 120_000);
@@ -90,6 +92,37 @@ describe.skipIf(!pgBin)('local Postgres of start.sh: passwords (scram-sha-256) o
     expect(again.status, again.out).toBe(0);
     expect(await loginFails(url)).toBeNull();
   }, 180_000);
+
+  it('start-secured.sh refuses while the superuser rstar keeps the password rstar, naming the fix, and starts once it is changed', async () => {
+    const env = {
+      RSTAR_STATE_DIR: stateDir(),
+      RSTAR_PG_PORT: String(await freeLocalPort()),
+      RSTAR_NATS_PORT: natsPort,
+      RSTAR_SECURE_NATS_PORT: String(await freeLocalPort()),
+      RSTAR_ALLOW_INSECURE: '',
+    };
+    stops.push(env);
+    const started = script('start.sh', env);
+    expect(started.status, started.out).toBe(0);
+    const secrets = join(env.RSTAR_STATE_DIR, 'secrets');
+    // Whatever the assertions say, the secured nats-server this test may have started is stopped.
+    cleanups.push(() => spawnSync('bash', [join(LOCAL, 'start-secured.sh'), 'stop'], { env: { ...process.env, ...env }, timeout: 60_000 }));
+    const refused = script('start-secured.sh', { ...env, RSTAR_SECRETS_ROOT: secrets });
+    expect(refused.status, refused.out).toBe(3);
+    expect(refused.out).toMatch(/refusing to start: .*superuser rstar log in with the well-known password 'rstar'.*ALTER ROLE rstar PASSWORD/);
+    expect(existsSync(join(secrets, 'nats-auth.conf'))).toBe(false);
+
+    const c = await connect(`postgres://rstar:rstar@127.0.0.1:${env.RSTAR_PG_PORT}/postgres`);
+    try {
+      await c.query(`ALTER ROLE rstar PASSWORD 'not-the-default-1'`);
+    } finally {
+      await c.end();
+    }
+    const ok = script('start-secured.sh', { ...env, RSTAR_SECRETS_ROOT: secrets });
+    expect(ok.status, ok.out).toBe(0);
+    expect(ok.out).toContain(`export RSTAR_NATS_URL=nats://127.0.0.1:${env.RSTAR_SECURE_NATS_PORT}`);
+    expect(existsSync(join(secrets, 'nats-auth.conf'))).toBe(true);
+  }, 240_000);
 
   it('a cluster made before (trust auth, no password file) still starts and serves rstar/rstar, and says how to switch', async () => {
     const env = { RSTAR_STATE_DIR: stateDir(), RSTAR_PG_PORT: String(await freeLocalPort()), RSTAR_NATS_PORT: natsPort };
