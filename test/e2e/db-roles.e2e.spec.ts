@@ -6,7 +6,7 @@ import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropArchiveRolesSql } from '@rstar/event-store';
 import { JetStreamBus, securedBusOptionsFromEnv } from '@rstar/messaging';
-import { generateSecrets, type GeneratedSecrets, type Principal } from '@rstar/security';
+import { generateSecrets, securityFromEnv, type GeneratedSecrets, type Principal } from '@rstar/security';
 import { createLogger } from '@rstar/telemetry';
 import { readTopicToEnd } from '@rstar/kafka-export';
 import { freeLocalPort, kafkaMissing, natsServerVersion, sampleEvent, skipUnlessCi, startKafkaBroker, startNatsServer, until, type KafkaBroker, type NatsServerProcess } from '@rstar/testing';
@@ -50,6 +50,7 @@ async function failsWith(url: string, text: string): Promise<string | null> {
  * project, read the open runs); none of those roles may do what only the migration role may (disable the
  * append-only trigger, use the migration flag, change a table), and `rstar db migrate` runs as that role.
  * The control plane also runs the Kafka export with its role (`rstar db migrate` made the position table).
+ * On that stack, tool-execution's forged RunCompleted (on its own subject, with its own key) stays out of the run.
  */
 describe.skipIf(!version)('rstar db roles: each service starts with the URL printed for it, and only the migration role migrates', () => {
   let dir: string;
@@ -117,6 +118,22 @@ describe.skipIf(!version)('rstar db roles: each service starts with the URL prin
     // The control plane archives it (its role appends) and projects it (its role writes the read models).
     await until(async () => (await sql(db.url, `SELECT status FROM rstar_read.runs WHERE run_id = $1`, [runId]))[0]?.status === 'running', 'the run in the read models', { timeoutMs: 90_000 });
     expect((await sql(db.url, `SELECT count(*)::int AS n FROM rstar.events WHERE run_id = $1`, [runId]))[0].n).toBe(1);
+    for (const s of services) expect(s.running, s.opts.name).toBe(true);
+
+    // Issue 27's insider against the real services: tool-execution, on the one subject it may publish to, a
+    // RunCompleted for this run signed with its own key. The control plane's archiver keeps it out of the run
+    // (quarantined with the reason), the read models still show the run running, and every service stays up.
+    const tool = await connectAs('tool-execution');
+    const toolSigner = securityFromEnv({ RSTAR_SECRETS_DIR: secrets.principals['tool-execution'].dir }, 'tool-execution').signer!;
+    const forged = toolSigner.sign([sampleEvent('RunCompleted', { runId, key: runId, producer: 'optimization' })])[0]!;
+    await tool.publishRaw('rstar.tool.completed', JSON.stringify(forged), `rstar.tool.completed|${forged.id}`);
+    const refused = await until(async () => {
+      const rows = await sql(db.url, `SELECT consumer, reason FROM rstar.quarantine WHERE run_id = $1 AND consumer = 'archiver'`, [runId]);
+      return rows.length ? rows : undefined;
+    }, 'the forged RunCompleted quarantined by the control plane', { timeoutMs: 90_000 });
+    expect(refused[0].reason).toMatch(/^subject_mismatch: RunCompleted \S+ arrived on rstar\.tool\.completed/);
+    expect((await sql(db.url, `SELECT count(*)::int AS n FROM rstar.events WHERE run_id = $1 AND type = 'RunCompleted'`, [runId]))[0].n).toBe(0);
+    expect((await sql(db.url, `SELECT status FROM rstar_read.runs WHERE run_id = $1`, [runId]))[0].status).toBe('running');
     for (const s of services) expect(s.running, s.opts.name).toBe(true);
     if (kafka) {
       // The export reads the archive and stores its position with the control plane's role: the event reaches the topic.
