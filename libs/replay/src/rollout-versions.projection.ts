@@ -57,9 +57,10 @@ export function rolloutVersions(started: number, turns: readonly TurnVersions[],
 }
 
 /**
- * The versions of every rollout of step `step` that has a version (its completion's, else its request's),
- * keyed by rollout id, from the run's index with its turns (pure). A step that has not trained yet gives
- * `trainedAt` null, except for rollouts already discarded as stale (their `RolloutDiscarded` names it).
+ * The versions of every completed rollout of step `step` (started under its `RolloutCompleted.policyVersion`;
+ * a rollout still running is left out, as the dashboard's step page shows it without versions), keyed by
+ * rollout id, from the run's index with its turns (pure). A step that has not trained yet gives `trainedAt`
+ * null, except for rollouts already discarded as stale (their `RolloutDiscarded` names it).
  */
 export function stepRolloutVersions(ix: RunIndex, step: number): Map<string, RolloutVersions> {
   const rec = ix.steps.find((s) => s.step === step);
@@ -68,9 +69,8 @@ export function stepRolloutVersions(ix: RunIndex, step: number): Map<string, Rol
   for (const gid of rec?.groupIds ?? []) {
     for (const id of ix.groups.get(gid)!.rolloutIds) {
       const r = ix.rollouts.get(id)!;
-      const started = r.completed?.policyVersion ?? r.requested?.policyVersion;
-      if (started === undefined) continue;
-      out.set(id, rolloutVersions(started, r.turns, r.discarded?.trainPolicyVersion ?? trainer, r.discarded !== null));
+      if (!r.completed) continue;
+      out.set(id, rolloutVersions(r.completed.policyVersion, r.turns, r.discarded?.trainPolicyVersion ?? trainer, r.discarded !== null));
     }
   }
   return out;

@@ -297,6 +297,7 @@ export function register(program: Command): void {
       if (o.out) {
         writeHistory(o.out, plan.events);
         process.stdout.write(`rerun ${plan.runId} of ${runId} step ${step}: ${rollouts} RolloutRequested written to ${o.out}\n`);
+        for (const m of plan.multiVersion) process.stderr.write(`rstar replay: partial rollout ${m.originalRolloutId}: ${m.reason}\n`);
         return;
       }
       if (!databaseUrl) {
@@ -314,6 +315,7 @@ export function register(program: Command): void {
         const versions = plan.phases.map((p) => `${p.rolloutIds.length} on version ${p.policyVersion}`).join(', ');
         process.stderr.write(`rstar replay: step ${step} was sampled on several policy versions (${versions}); the running services serve the weights they hold, so use --standalone to re-run each rollout on its own version\n`);
       }
+      for (const m of plan.multiVersion) process.stderr.write(`rstar replay: partial rollout ${m.originalRolloutId}: ${m.reason}\n`);
     });
 
 }
