@@ -8,7 +8,7 @@ import {
   formatGroupTable, formatRerunComparison, formatRunSummary, formatStepTable, formatTimeouts, formatTranscript, formatVerifyReport, groupTable, indexRun, readHistory,
   rerunStep, rolloutTranscript, runSummary, stepRolloutVersions, stepTable, verifyRun, writeHistory, NotInRunError, type RolloutVersions, type ToolReexecutor,
 } from '@rstar/replay';
-import { EventStoreRunViews } from '@rstar/run-views';
+import { EventStoreRunViews, RunViewNotFoundError } from '@rstar/run-views';
 import { REPO_ROOT, SandboxPool } from '@rstar/sandbox';
 import { builtinRetrainer, rerunStepStandalone, workerCheckpointChecker } from '@rstar/training';
 import { checkArchiveIntegrity, formatIntegrity, type IntegrityReport } from '@rstar/replay';
@@ -112,13 +112,18 @@ async function showFromReadModels(runId: string, o: SourceOptions & { group?: st
 /**
  * The policy versions of every rollout of `steps` as the dashboard's step page reads them from the archive
  * (`EventStoreRunViews.step`: the versions a partial rollout's turns name, the trainer's version, the
- * staleness), keyed by rollout id; rollouts still running are left out.
+ * staleness), keyed by rollout id; rollouts still running, and those of a step without StepStarted, are left out.
  */
 async function archivedVersions(store: EventStore, runId: string, steps: readonly number[]): Promise<Map<string, RolloutVersions>> {
   const views = new EventStoreRunViews(store);
   const out = new Map<string, RolloutVersions>();
   for (const s of steps) {
-    for (const r of (await views.step(runId, s)).rollouts) {
+    // A step the log holds groups of but no StepStarted (a truncated log): its rollouts print without versions.
+    const d = await views.step(runId, s).catch((e: unknown) => {
+      if (e instanceof RunViewNotFoundError) return null;
+      throw e;
+    });
+    for (const r of d?.rollouts ?? []) {
       if (r.policyVersion === null || r.policyVersions === null) continue;
       out.set(r.rolloutId, {
         startedAt: r.policyVersion, versions: r.policyVersions, trainedAt: r.trainedAt, staleness: r.staleness, partial: r.policyVersions.length > 1, discarded: r.discarded,
