@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { makeEvent, parseRunConfig, streams, type RstarEvent } from '@rstar/contracts';
 import { InProcessBus } from '@rstar/messaging';
 import { ResamplingHandler } from '@rstar/groups';
-import { formatVerifyReport, rerunStep, verifyRun, type RegradeFn } from '@rstar/replay';
+import { formatRolloutVersions, formatVerifyReport, indexRun, rerunStep, stepRolloutVersions, verifyRun, type RegradeFn } from '@rstar/replay';
 import { OptimizationHandler, type PromptSource, type Trainer } from '@rstar/step-driver';
 import type { TrainingBatch } from '@rstar/grpo';
 
@@ -99,6 +99,35 @@ describe('replay verify of an async run (η = 1)', () => {
     expect(plan.phases.flatMap((p) => p.rolloutIds).sort()).toEqual([...sampled.keys()].sort());
     for (const p of plan.phases) for (const id of p.rolloutIds) expect(sampled.get(id), id).toBe(p.policyVersion);
     expect(plan.phases.map((p) => p.policyVersion)).toEqual([...new Set(sampled.values())].sort((a, b) => a - b));
+  });
+
+  it('a partial rollout sampled under two versions is listed by the rerun plan with its versions and why it is re-run under its starting version', async () => {
+    const log = await recordAsyncRun();
+    const completed = log.filter((e): e is RstarEvent<'RolloutCompleted'> => e.type === 'RolloutCompleted' && e.data.step === 2);
+    const [partial, whole] = completed;
+    const v = partial.data.policyVersion;
+    // The partial rollout's one turn: its first 2 tokens under v, the rest under v + 1 (protocol.md §8); the other's turn under its one version.
+    const turn = (c: RstarEvent<'RolloutCompleted'>, extra: object) => makeEvent('TurnGenerated', {
+      runId: c.runId, streamId: streams.rollout(c.data.rolloutId), key: `${c.data.rolloutId}:0`, producer: 'test',
+      data: { rolloutId: c.data.rolloutId, turn: 0, tokenIds: c.data.responseTokenIds, logprobs: c.data.logprobs, text: 'x', finishReason: 'stop', engineId: 'e0', ...extra },
+    });
+    const events = [...log, turn(partial, { policyVersion: v, segments: [{ fromToken: 0, policyVersion: v }, { fromToken: 2, policyVersion: v + 1 }] }), turn(whole, { policyVersion: whole.data.policyVersion })];
+
+    const versions = stepRolloutVersions(indexRun(events), 2);
+    expect(versions.get(partial.data.rolloutId)).toMatchObject({ startedAt: v, versions: [v, v + 1], partial: true, trainedAt: 2, staleness: 2 - v });
+    expect(versions.get(whole.data.rolloutId)).toMatchObject({ versions: [whole.data.policyVersion], partial: false });
+    expect(formatRolloutVersions(versions.get(partial.data.rolloutId)!)).toBe(`v${v}→v${v + 1} · trained at v2 · staleness ${2 - v}`);
+
+    const plan = rerunStep(events, { step: 2, newRunId: 'rerun-partial' });
+    const rerunId = partial.data.rolloutId.replace(RUN_ID_OF(partial.data.rolloutId), 'rerun-partial');
+    expect(plan.multiVersion).toHaveLength(1);
+    expect(plan.multiVersion[0]).toMatchObject({ rolloutId: rerunId, originalRolloutId: partial.data.rolloutId, versions: [v, v + 1], rerunUnder: v });
+    expect(plan.multiVersion[0].reason).toContain(`re-run under its starting version v${v}`);
+    expect(plan.multiVersion[0].reason).toContain(`v${v + 1} in the original are not expected to match`);
+    // It is still re-run, once, in its starting version's phase.
+    expect(plan.phases.filter((p) => p.rolloutIds.includes(rerunId)).map((p) => p.policyVersion)).toEqual([v]);
+    // Without the segments no rollout of the step is multi-version.
+    expect(rerunStep(log, { step: 2, newRunId: 'rerun-partial' }).multiVersion).toEqual([]);
   });
 
   it('a dropped RolloutDiscarded (a stale rollout trained) and a forged one are deterministic staleness differences', async () => {

@@ -1,9 +1,12 @@
+import { createElement } from 'react';
+import { renderToStaticMarkup } from 'react-dom/server';
 import { describe, expect, it } from 'vitest';
-import type { StepMetricsRow } from '@rstar/run-views';
+import type { RolloutBrief, StepMetricsRow } from '@rstar/run-views';
 import { parseRoute, href } from './router';
 import { ema } from './smoothing';
 import { chartOption, distinctCurves, RUN_CHARTS } from './run-charts';
 import { mergeLive } from './pages/run.page';
+import { RolloutVersions } from './pages/step.page';
 
 const row = (step: number, metrics: Record<string, number | null>, stage = 'rl-1'): StepMetricsRow => ({
   step, stage, status: 'completed', policyVersion: step, prompts: 2, metrics, optimized: null, startedAt: null, completedAt: null,
@@ -56,5 +59,32 @@ describe('run charts', () => {
     expect(m.stages).toEqual([{ name: 'rl-1', firstStep: 0, lastStep: 0 }, { name: 'rl-2', firstStep: 1, lastStep: 1 }]);
     expect(m.evaluations).toHaveLength(1);
     expect(m.cursor).toBe('2-9');
+  });
+});
+
+describe("step page: each rollout's policy versions and staleness", () => {
+  const brief = (over: Partial<RolloutBrief>): RolloutBrief => ({
+    rolloutId: 'rollout:run-1:3:0:1', groupId: 'group:run-1:3:0', step: 3, promptIdx: 0, sampleIdx: 1, promptId: 'p0', reward: 1, correct: true, rule: 'exact',
+    toolCalls: 1, toolErrors: 0, responseTokens: 12, truncated: false, finishReason: 'answer',
+    policyVersion: 3, policyVersions: [3], trainedAt: 3, staleness: 0, discarded: false, status: 'kept', ...over,
+  });
+  const cell = (r: RolloutBrief) => renderToStaticMarkup(createElement(RolloutVersions, { r }));
+  const text = (html: string) => html.replace(/<[^>]+>/g, '');
+
+  it('shows every version that sampled a partial rollout, the trainer\'s version and the staleness, and marks it partial', () => {
+    const html = cell(brief({ policyVersions: [3, 4], trainedAt: 4, staleness: 1 }));
+    expect(html).toContain('data-testid="rollout-versions"');
+    expect(html).toContain('data-rollout-id="rollout:run-1:3:0:1"');
+    expect(html).toContain('data-partial="true"');
+    expect(text(html)).toBe('v3→v4 · trained at v4 · staleness 1 partial');
+  });
+
+  it('a rollout of one version is not marked partial; a stale discard, an untrained step and a running rollout say so', () => {
+    const one = cell(brief({}));
+    expect(text(one)).toBe('v3 · trained at v3 · staleness 0');
+    expect(one).not.toContain('data-partial');
+    expect(text(cell(brief({ policyVersion: 1, policyVersions: [1], trainedAt: 4, staleness: 3, discarded: true })))).toBe('v1 · discarded at v4 · staleness 3 stale');
+    expect(text(cell(brief({ trainedAt: null, staleness: null })))).toBe('v3 · not trained yet');
+    expect(text(cell(brief({ policyVersion: null, policyVersions: null, trainedAt: null, staleness: null, status: 'pending' })))).toBe('-');
   });
 });

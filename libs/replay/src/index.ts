@@ -7,6 +7,7 @@ export * from './errors';
 export * from './run.index';
 export * from './run-summary.projection';
 export * from './step-table.projection';
+export * from './rollout-versions.projection';
 export * from './group-table.projection';
 export * from './rollout-transcript.projection';
 export * from './reward.regrader';

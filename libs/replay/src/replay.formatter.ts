@@ -1,4 +1,5 @@
-import type { GroupRow } from './group-table.projection';
+import type { GroupMemberRow, GroupRow } from './group-table.projection';
+import { formatRolloutVersions, type RolloutVersions } from './rollout-versions.projection';
 import type { RolloutTranscript } from './rollout-transcript.projection';
 import type { RunSummaryView } from './run-summary.projection';
 import type { StepRow } from './step-table.projection';
@@ -37,8 +38,18 @@ export function formatStepTable(rows: readonly StepRow[]): string {
   ]);
 }
 
-/** The group table as text: one block per group, one line per rollout. */
-export function formatGroupTable(rows: readonly GroupRow[]): string {
+/**
+ * The group table as text: one block per group, one line per rollout. With `versions` (by rollout id,
+ * e.g. {@link stepRolloutVersions}) each line also shows the rollout's policy versions as the dashboard's
+ * step page does (`v3→v4 · trained at v4 · staleness 1`, `partial` when several versions sampled it).
+ */
+export function formatGroupTable(rows: readonly GroupRow[], versions?: ReadonlyMap<string, RolloutVersions>): string {
+  const policy: Array<[string, (m: GroupMemberRow) => string]> = versions
+    ? [['policy versions · staleness', (m) => {
+        const v = versions.get(m.rolloutId);
+        return v ? `${formatRolloutVersions(v)}${v.partial ? ' · partial' : ''}` : '-';
+      }]]
+    : [];
   return rows
     .map((g) => {
       const head = `${g.groupId}  prompt ${g.promptId ?? '-'}  ${g.pending ? 'PENDING' : g.groupDropped ? `DROPPED (${g.groupDropped})` : `kept ${g.kept}`}  positives ${g.positives}/${g.members.length}  mode ${g.mode ?? '-'}  seed ${g.seed || '-'}` +
@@ -46,6 +57,7 @@ export function formatGroupTable(rows: readonly GroupRow[]): string {
       const body = textTable(g.members, [
         ['rollout', (m) => m.rolloutId], ['sample', (m) => String(m.sampleIdx)], ['reward', (m) => num(m.reward)],
         ['p_err', (m) => num(m.pErr)], ['p_format', (m) => num(m.pFormat)], ['status', (m) => m.status], ['advantage', (m) => num(m.advantage, 4)],
+        ...policy,
       ]);
       return `${head}\n${body}`;
     })

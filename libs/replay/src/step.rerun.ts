@@ -1,5 +1,6 @@
 import { ids, makeEvent, streams, type RstarEvent } from '@rstar/contracts';
 import { NotInRunError, ReplayError } from './errors';
+import { stepRolloutVersions } from './rollout-versions.projection';
 import { indexRun, type RunIndex } from './run.index';
 
 export interface RerunOptions {
@@ -20,14 +21,35 @@ export interface RerunPlan {
   /** RunStarted (with `rerunOf`), StepStarted, then every RolloutRequested of the step. */
   events: RstarEvent[];
   /**
-   * The step's rollouts by the policy version that sampled them in the original run
+   * The step's rollouts by the policy version that started them in the original run
    * (`RolloutCompleted.policyVersion`, else the request's), lowest version first; rollout ids are the
-   * rerun's. One phase for a synchronous step. An asynchronous step (`async.maxStaleness` >= 1) is
+   * rerun's (a rollout sampled under several versions is in its starting version's phase and listed in
+   * {@link multiVersion}). One phase for a synchronous step. An asynchronous step (`async.maxStaleness` >= 1) is
    * requested ahead of the trainer, so an update can reach the engines between its rollouts: a rerun
    * that is to reproduce them serves each phase's rollouts on that phase's weights
    * ({@link rerunPhases}).
    */
   phases: RerunPhase[];
+  /**
+   * The step's partial rollouts that an update reached mid-rollout (sampled under several versions,
+   * `TurnGenerated.segments`): the rerun cannot reproduce them, since it serves each rollout one version.
+   * Each is re-run under its starting version (in that version's phase), so its tokens after the original's
+   * update are expected to differ. Empty for a step without such rollouts.
+   */
+  multiVersion: MultiVersionRerun[];
+}
+
+/** A rollout of the original step sampled under several policy versions, and how its rerun differs. */
+export interface MultiVersionRerun {
+  /** The rerun's rollout id. */
+  rolloutId: string;
+  originalRolloutId: string;
+  /** Every version that sampled it in the original, ascending. */
+  versions: number[];
+  /** The version the rerun samples it under: the one it started under. */
+  rerunUnder: number;
+  /** Why it cannot be reproduced exactly, one line. */
+  reason: string;
 }
 
 /** Rollouts of a rerun that the original sampled under one policy version. */
@@ -41,7 +63,7 @@ export interface RerunPhase {
  * The rollouts of recorded step `step`, grouped by the policy version that sampled each in the original
  * run (see {@link RerunPlan.phases}), with rollout ids re-derived for `rerunRunId` (the original's own ids
  * when it is the original run id). A partial rollout (turns continued under a newer version,
- * `TurnGenerated.segments`) belongs to the phase of the version it started under.
+ * `TurnGenerated.segments`) belongs to the phase of the version it started under ({@link multiVersionRollouts} lists it).
  * Throws {@link NotInRunError} for an unknown step.
  */
 export function rerunPhases(ix: RunIndex, step: number, rerunRunId: string = ix.runId): RerunPhase[] {
@@ -57,6 +79,26 @@ export function rerunPhases(ix: RunIndex, step: number, rerunRunId: string = ix.
     byVersion.set(v, ids_);
   }
   return [...byVersion.entries()].sort(([a], [b]) => a - b).map(([policyVersion, rolloutIds]) => ({ policyVersion, rolloutIds }));
+}
+
+/**
+ * The rollouts of recorded step `step` sampled under more than one policy version (partial rollouts an
+ * update reached, {@link stepRolloutVersions}), with the ids of rerun `rerunRunId` (pure). Their rerun serves
+ * them their starting version only: see {@link RerunPlan.multiVersion}.
+ */
+export function multiVersionRollouts(ix: RunIndex, step: number, rerunRunId: string = ix.runId): MultiVersionRerun[] {
+  const out: MultiVersionRerun[] = [];
+  for (const [id, v] of stepRolloutVersions(ix, step)) {
+    const q = ix.rollouts.get(id)!.requested;
+    if (!v.partial || !q) continue;
+    const later = v.versions.filter((x) => x !== v.startedAt).map((x) => `v${x}`).join(', ');
+    out.push({
+      rolloutId: ids.rollout(rerunRunId, q.step, q.promptIdx, q.sampleIdx), originalRolloutId: id, versions: v.versions, rerunUnder: v.startedAt,
+      reason: `sampled under ${v.versions.map((x) => `v${x}`).join('→')} (a weight update reached it mid-rollout); the rerun serves each rollout one version, ` +
+        `so it is re-run under its starting version v${v.startedAt} and its tokens sampled under ${later} in the original are not expected to match`,
+    });
+  }
+  return out;
 }
 
 const PRODUCER = 'replay';
@@ -97,5 +139,8 @@ export function rerunStep(events: Iterable<RstarEvent> | RunIndex, opts: RerunOp
       data: { ...data, rolloutId, groupId: ids.group(runId, q.step, q.promptIdx) },
     });
   });
-  return { runId, originalRunId: ix.runId, step: opts.step, events: [started, stepStarted, ...rollouts], phases: rerunPhases(ix, opts.step, runId) };
+  return {
+    runId, originalRunId: ix.runId, step: opts.step, events: [started, stepStarted, ...rollouts],
+    phases: rerunPhases(ix, opts.step, runId), multiVersion: multiVersionRollouts(ix, opts.step, runId),
+  };
 }

@@ -1,4 +1,4 @@
-import { parseEvent, type EventType, type RstarEvent } from '@rstar/contracts';
+import { parseEvent, streams, type EventType, type RstarEvent } from '@rstar/contracts';
 import { START, type EventStore, type LogPosition } from '@rstar/event-store';
 
 /** An archived event with its place in the log. */
@@ -111,6 +111,28 @@ export class ArchiveQueries {
       types ? [streamIds, runId, types] : [streamIds, runId],
     );
     return rows.map(toEvent);
+  }
+
+  /**
+   * The policy versions of each turn of the rollouts `rolloutIds` of `runId` (`TurnGenerated.policyVersion`
+   * and its segments' versions), keyed by rollout id, in turn order. Only those two fields leave the
+   * database: the turns' tokens stay there. One query on `(stream_id, ...)`.
+   */
+  async turnVersions(runId: string, rolloutIds: readonly string[]): Promise<Map<string, Array<{ policyVersion: number | null; segments: Array<{ policyVersion: number }> | null }>>> {
+    const out = new Map<string, Array<{ policyVersion: number | null; segments: Array<{ policyVersion: number }> | null }>>();
+    if (rolloutIds.length === 0) return out;
+    const rows = await this.sql(
+      `SELECT data->>'rolloutId' AS rollout_id, (data->>'policyVersion')::int AS version, jsonb_path_query_array(data, '$.segments[*].policyVersion') AS segments
+       FROM ${this.t} WHERE stream_id = ANY($1::text[]) AND run_id = $2 AND type = 'TurnGenerated' ORDER BY (data->>'turn')::int`,
+      [rolloutIds.map((r) => streams.rollout(r)), runId],
+    );
+    for (const r of rows) {
+      const turns = out.get(r.rollout_id) ?? [];
+      const segs = (r.segments as number[]).map((v) => ({ policyVersion: Number(v) }));
+      turns.push({ policyVersion: r.version === null ? null : Number(r.version), segments: segs.length ? segs : null });
+      out.set(r.rollout_id, turns);
+    }
+    return out;
   }
 
   /** How many events of `type` the run has. */

@@ -1,8 +1,8 @@
 import { EVENT_TYPES, ids as idsOf, streams, type EventType, type RstarEvent } from '@rstar/contracts';
 import { decodePosition, encodePosition, type EventStore, type LogPosition } from '@rstar/event-store';
 import {
-  checkArchiveIntegrity, compareRerun, createRegrader, formatIntegrity, formatRerunComparison, formatVerifyReport, groupTable, indexRun, rolloutTranscript, stepTable, verifyRun,
-  type RegradeFn, type RunIndex,
+  checkArchiveIntegrity, compareRerun, createRegrader, formatIntegrity, formatRerunComparison, formatVerifyReport, groupTable, indexRun, rolloutTranscript, rolloutVersions,
+  stepTable, verifyRun, type RegradeFn, type RunIndex, type TurnVersions,
 } from '@rstar/replay';
 import { ArchiveQueries, type ArchivedEvent, type RunHeadRow } from './archive.queries';
 import { RunViewNotFoundError, RunViewQueryError } from './errors';
@@ -85,7 +85,10 @@ export class EventStoreRunViews implements RunViewReader {
     const row = stepTable(ix).find((s) => s.step === step)!;
     const groups = groupTable(ix, { step });
     const metrics = stepMetricsRows(own).find((r) => r.step === step) ?? null;
-    return { runId, step: row, metrics, groups, rollouts: briefsOf(ix, groups) };
+    // Only a rollout requested with partial rollouts can have turns sampled under a later version (protocol.md §8):
+    // the turns of the others are not read.
+    const partial = [...ix.rollouts.values()].filter((r) => r.requested?.partialRollouts === true).map((r) => r.rolloutId);
+    return { runId, step: row, metrics, groups, rollouts: briefsOf(ix, groups, await this.q.turnVersions(runId, partial)) };
   }
 
   async rollouts(runId: string, q: RolloutQuery): Promise<Page<RolloutBrief>> {
@@ -114,7 +117,7 @@ export class EventStoreRunViews implements RunViewReader {
         rolloutId: r.rolloutId, groupId: r.groupId, step: r.step, promptIdx: tail(r.groupId), sampleIdx: tail(r.rolloutId), promptId: c?.promptId ?? null,
         reward: r.reward, correct: r.correct, rule: r.rule,
         toolCalls: c?.toolCalls ?? null, toolErrors: c?.toolErrors ?? null, responseTokens: c?.responseTokens ?? null, truncated: c?.truncated ?? null, finishReason: c?.finishReason ?? null,
-        policyVersion: null, staleness: null, discarded: false,
+        policyVersion: null, policyVersions: null, trainedAt: null, staleness: null, discarded: false,
         status: !g ? 'pending' : g.kept.includes(r.rolloutId) ? 'kept' : 'dropped',
       };
     });
@@ -230,7 +233,7 @@ export class EventStoreRunViews implements RunViewReader {
         return {
           rolloutId: e.data.rolloutId, groupId: e.data.groupId, step: e.data.step, promptIdx: tail(e.data.groupId), sampleIdx: tail(e.data.rolloutId), promptId: null,
           reward: e.data.reward, correct: e.data.correct, rule: e.data.rule, toolCalls: null, toolErrors: null, responseTokens: null, truncated: null, finishReason: null,
-          policyVersion: null, staleness: null, discarded: false,
+          policyVersion: null, policyVersions: null, trainedAt: null, staleness: null, discarded: false,
           status: !g ? 'pending' : g.has(e.data.rolloutId) ? 'kept' : 'dropped',
         };
       }),
@@ -344,19 +347,24 @@ function headOf(runId: string, events: readonly ArchivedEvent[]): RunHeadRow {
 }
 
 /**
- * Every rollout of the indexed step with its counters, in (prompt, sample) order (pure). Staleness (docs/design/protocol.md §10)
- * = the trainer's version before the step's update minus the version that sampled the rollout, once the step is optimized.
+ * Every rollout of the indexed step with its counters, in (prompt, sample) order (pure). Its versions
+ * (libs/replay `rolloutVersions`): the one it started under, every one that sampled its tokens (from `turns`,
+ * the turn versions of its partial rollouts; a rollout missing there has just the one it started under),
+ * the trainer's before the step's update and the staleness between them (docs/design/protocol.md §10).
  */
-function briefsOf(ix: RunIndex, groups: ReturnType<typeof groupTable>): RolloutBrief[] {
+function briefsOf(ix: RunIndex, groups: ReturnType<typeof groupTable>, turns: ReadonlyMap<string, TurnVersions[]>): RolloutBrief[] {
   const optimized = ix.steps.find((s) => s.step === groups[0]?.step)?.optimized;
   const trainVersion = optimized ? optimized.newPolicyVersion - 1 : null;
   return groups.flatMap((g) =>
     g.members.map((m): RolloutBrief => {
       const r = ix.rollouts.get(m.rolloutId)!;
       const c = r.completed;
+      const v = c ? rolloutVersions(c.policyVersion, turns.get(m.rolloutId) ?? [], r.discarded?.trainPolicyVersion ?? trainVersion, !!r.discarded) : null;
       return {
-        policyVersion: c?.policyVersion ?? null,
-        staleness: c && trainVersion !== null ? trainVersion - c.policyVersion : (r.discarded?.staleness ?? null),
+        policyVersion: v?.startedAt ?? null,
+        policyVersions: v?.versions ?? null,
+        trainedAt: v?.trainedAt ?? (r.discarded?.trainPolicyVersion ?? null),
+        staleness: v?.staleness ?? (r.discarded?.staleness ?? null),
         discarded: !!r.discarded,
         rolloutId: m.rolloutId, groupId: g.groupId, step: g.step, promptIdx: g.promptIdx, sampleIdx: m.sampleIdx, promptId: g.promptId,
         reward: m.reward, correct: r.reward?.correct ?? null, rule: r.reward?.rule ?? null,

@@ -108,9 +108,20 @@ export interface RolloutBrief {
   responseTokens: number | null;
   truncated: boolean | null;
   finishReason: string | null;
-  /** The policy version that sampled it (`RolloutCompleted`), null while it runs or in lists that skip it. */
+  /** The policy version it started under (`RolloutCompleted`), null while it runs or in lists that skip it. */
   policyVersion: number | null;
-  /** Versions it lagged the trainer when its step trained (docs/design/protocol.md §10); null before the step is optimized. */
+  /**
+   * Every policy version that sampled its tokens, ascending (`TurnGenerated.segments` of a partial rollout,
+   * docs/design/protocol.md §8); `[policyVersion]` for a rollout sampled under one version; null where
+   * `policyVersion` is.
+   */
+  policyVersions: number[] | null;
+  /**
+   * The trainer's version when its step trained (for a discarded rollout, the one it was discarded at);
+   * null before the step is optimized or in lists that skip it.
+   */
+  trainedAt: number | null;
+  /** Versions it lagged the trainer when its step trained, `trainedAt - policyVersion` (docs/design/protocol.md §10); null with `trainedAt`. */
   staleness: number | null;
   /** Left out of the batch as stale (`RolloutDiscarded`). */
   discarded: boolean;

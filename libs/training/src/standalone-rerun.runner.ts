@@ -99,6 +99,7 @@ export async function rerunStepStandalone(o: StandaloneRerunOptions): Promise<St
     });
     const versions = plan.phases.map((p) => `${p.rolloutIds.length} on policy version ${p.policyVersion}`).join(', then ');
     say(`rerun ${plan.runId} of run ${o.runId} step ${o.step}: ${requests.length} rollouts in ${groups.size} groups, ${versions} (${checkpoint})`);
+    for (const m of plan.multiVersion) say(`partial rollout ${m.originalRolloutId}: ${m.reason}`);
     // The resampler times each group out after the budget its requests carry; wait a little longer than that.
     const budgetS = Math.max(0, ...requests.map((e) => e.data.resample?.timeoutS ?? 0)) || groupTimeoutBudgetS(config, stageOf(config, o.step).stage);
     const timeoutMs = o.timeoutMs ?? budgetS * 1000 + 120_000;

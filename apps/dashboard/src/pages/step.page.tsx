@@ -106,6 +106,22 @@ function GroupTable({ groups, runId, prompts }: { groups: GroupRow[]; runId: str
   );
 }
 
+/**
+ * One rollout's policy versions (docs/design/protocol.md §8, §10): the versions that sampled it, the
+ * trainer's version when its step trained and the staleness; a partial rollout (several versions) and a
+ * stale discard are marked. `data-testid="rollout-versions"` on every row, `data-rollout-id` naming it.
+ */
+export function RolloutVersions({ r }: { r: RolloutBrief }) {
+  const partial = (r.policyVersions?.length ?? 0) > 1;
+  return (
+    <span data-testid="rollout-versions" data-rollout-id={r.rolloutId} data-partial={partial ? 'true' : undefined}>
+      {fmt.versions(r)}
+      {partial && <> <Chip kind="partial" title="sampled under several policy versions: a weight update reached it mid-rollout (partial rollouts)">partial</Chip></>}
+      {r.discarded && <> <Chip kind="dropped" title="left out of the step's batch as older than the staleness bound">stale</Chip></>}
+    </span>
+  );
+}
+
 function RolloutsOfStep({ d, runId, outcome, setOutcome }: { d: StepDetailView; runId: string; outcome: string; setOutcome: (o: string) => void }) {
   const pick = OUTCOMES.find((o) => o[0] === outcome)![2];
   const rows = useMemo(() => d.rollouts.filter(pick), [d.rollouts, pick]);
@@ -118,7 +134,7 @@ function RolloutsOfStep({ d, runId, outcome, setOutcome }: { d: StepDetailView; 
     { header: 'tool calls', width: '90px', align: 'right', cell: (r) => (r.toolCalls === null ? '-' : `${r.toolCalls}${r.toolErrors ? ` (${r.toolErrors} err)` : ''}`) },
     { header: 'tokens', width: '70px', align: 'right', cell: (r) => fmt.num(r.responseTokens) },
     { header: 'finish', width: '100px', cell: (r) => `${r.finishReason ?? '-'}${r.truncated ? ' ✂' : ''}` },
-    { header: 'policy · staleness', width: '130px', align: 'right', cell: (r) => (r.policyVersion === null ? '-' : <>v{r.policyVersion} · {r.staleness ?? '-'}{r.discarded && <> <Chip kind="dropped">stale</Chip></>}</>) },
+    { header: 'policy versions · staleness', width: 'minmax(260px, 1.5fr)', cell: (r) => <RolloutVersions r={r} /> },
     { header: 'RoC', width: '80px', cell: (r) => <Chip kind={r.status}>{r.status}</Chip> },
   ], [runId]);
   return (

@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventStore } from '@rstar/event-store';
-import { groupTable, indexRun, readHistory, runSummary, stepTable } from '@rstar/replay';
+import { groupTable, indexRun, readHistory, runSummary, stepRolloutVersions, stepTable } from '@rstar/replay';
 
 /** `rstar projections rebuild|status` and `rstar replay show` on a real archive, as a user runs them (real processes). */
 const ROOT = resolve(__dirname, '../../../..');
@@ -38,6 +38,8 @@ describe('rstar projections / replay show over the read models', () => {
     const g = rstar(['replay', 'show', RUN, '--database', PG_URL, '--schema', schema, '--step', '1', '--json']);
     expect(g.code, g.stderr).toBe(0);
     expect(JSON.parse(g.stdout).groups).toEqual(groupTable(ix, { step: 1 }));
+    // Each rollout's policy versions, read from the archive as the dashboard's step page reads them.
+    expect(JSON.parse(g.stdout).versions).toEqual(Object.fromEntries(stepRolloutVersions(ix, 1)));
     const bad = rstar(['replay', 'show', RUN, '--database', PG_URL, '--schema', schema, '--step', '99']);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('step 99 is not in run golden-run-1; known: 0, 1');

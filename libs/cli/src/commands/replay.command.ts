@@ -6,8 +6,9 @@ import { ReadModels } from '@rstar/read-models';
 import { connectRuntime } from '@rstar/runtime';
 import {
   formatGroupTable, formatRerunComparison, formatRunSummary, formatStepTable, formatTimeouts, formatTranscript, formatVerifyReport, groupTable, indexRun, readHistory,
-  rerunStep, rolloutTranscript, runSummary, stepTable, verifyRun, writeHistory, NotInRunError, type ToolReexecutor,
+  rerunStep, rolloutTranscript, runSummary, stepRolloutVersions, stepTable, verifyRun, writeHistory, NotInRunError, type RolloutVersions, type ToolReexecutor,
 } from '@rstar/replay';
+import { EventStoreRunViews, RunViewNotFoundError } from '@rstar/run-views';
 import { REPO_ROOT, SandboxPool } from '@rstar/sandbox';
 import { builtinRetrainer, rerunStepStandalone, workerCheckpointChecker } from '@rstar/training';
 import { checkArchiveIntegrity, formatIntegrity, type IntegrityReport } from '@rstar/replay';
@@ -74,6 +75,8 @@ async function showFromReadModels(runId: string, o: SourceOptions & { group?: st
   try {
     await (await EventStore.connect({ connectionString: archive.url, schema: o.schema, maxConnections: 1 })).close();
     const rm = await ReadModels.open({ connectionString: archive.url, schema: o.schema, poolSize: archive.embedded ? 1 : 2 });
+    let shown: Awaited<ReturnType<typeof rm.repository.stepTable>>;
+    let rows: Awaited<ReturnType<typeof rm.repository.groupTable>>;
     try {
       await rm.projector().catchUp();
       const repo = rm.repository;
@@ -85,17 +88,49 @@ async function showFromReadModels(runId: string, o: SourceOptions & { group?: st
         return { view: { summary, steps, timeouts }, text: withTimeouts(`${formatRunSummary(summary)}\n\n${formatStepTable(steps)}`, timeouts) };
       }
       if (step !== undefined && !steps.some((s) => s.step === step)) throw new NotInRunError('step', step, runId, steps.map((s) => s.step));
-      const rows = await repo.groupTable(runId, { step, groupId: o.group });
+      rows = await repo.groupTable(runId, { step, groupId: o.group });
       if (o.group && !rows.length) throw new NotInRunError('group', o.group, runId, (await repo.groupTable(runId)).map((g) => g.groupId));
       const only = step ?? rows[0]?.step;
-      const shown = steps.filter((s) => only === undefined || s.step === only);
-      return { view: { steps: shown, groups: rows }, text: `${formatStepTable(shown)}\n\n${formatGroupTable(rows)}` };
+      shown = steps.filter((s) => only === undefined || s.step === only);
     } finally {
       await rm.close();
+    }
+    // The read models keep one version per rollout; the versions a partial rollout's turns name are read from the
+    // archive, after the read models let go of it (an embedded archive takes one connection at a time).
+    const store = await EventStore.connect({ connectionString: archive.url, schema: o.schema, maxConnections: 1, migrate: false });
+    try {
+      const versions = await archivedVersions(store, runId, shown.map((s) => s.step));
+      return { view: { steps: shown, groups: rows, versions: Object.fromEntries(versions) }, text: `${formatStepTable(shown)}\n\n${formatGroupTable(rows, versions)}` };
+    } finally {
+      await store.close();
     }
   } finally {
     await archive.close();
   }
+}
+
+/**
+ * The policy versions of every rollout of `steps` as the dashboard's step page reads them from the archive
+ * (`EventStoreRunViews.step`: the versions a partial rollout's turns name, the trainer's version, the
+ * staleness), keyed by rollout id; rollouts still running, and those of a step without StepStarted, are left out.
+ */
+async function archivedVersions(store: EventStore, runId: string, steps: readonly number[]): Promise<Map<string, RolloutVersions>> {
+  const views = new EventStoreRunViews(store);
+  const out = new Map<string, RolloutVersions>();
+  for (const s of steps) {
+    // A step the log holds groups of but no StepStarted (a truncated log): its rollouts print without versions.
+    const d = await views.step(runId, s).catch((e: unknown) => {
+      if (e instanceof RunViewNotFoundError) return null;
+      throw e;
+    });
+    for (const r of d?.rollouts ?? []) {
+      if (r.policyVersion === null || r.policyVersions === null) continue;
+      out.set(r.rolloutId, {
+        startedAt: r.policyVersion, versions: r.policyVersions, trainedAt: r.trainedAt, staleness: r.staleness, partial: r.policyVersions.length > 1, discarded: r.discarded,
+      });
+    }
+  }
+  return out;
 }
 
 /**
@@ -136,7 +171,8 @@ function sources(cmd: Command): Command {
 /**
  * `rstar replay show|verify|rerun RUN`: rebuild a recorded run from its events.
  * - `show RUN [--step N] [--group ID] [--rollout ID] [--json]`: run summary and step table; a step's
- *   group table; a group's table (from the read models of an archive, from the events of a `--history`);
+ *   group table; a group's table (from the read models of an archive, from the events of a `--history`),
+ *   each rollout with the policy versions that sampled it, the trainer's version and its staleness;
  *   a rollout's transcript (turns, tool calls with code and output, reward and grader rule; from its events).
  * - `verify RUN [--step N] [--no-exec] [--trusted-keys FILE] [--json]`: check the archive's hash chain (and,
  *   with trusted keys, the producers' signatures), then recompute every deterministic decision with today's
@@ -177,7 +213,8 @@ export function register(program: Command): void {
         const rows = groupTable(ix, { step, groupId: o.group });
         const only = step ?? (o.group ? ix.groups.get(o.group)!.step : undefined);
         const steps = stepTable(ix).filter((s) => only === undefined || s.step === only);
-        [view, text] = [{ steps, groups: rows }, `${formatStepTable(steps)}\n\n${formatGroupTable(rows)}`];
+        const versions = new Map(steps.flatMap((s) => [...stepRolloutVersions(ix, s.step)]));
+        [view, text] = [{ steps, groups: rows, versions: Object.fromEntries(versions) }, `${formatStepTable(steps)}\n\n${formatGroupTable(rows, versions)}`];
       } else {
         const summary = runSummary(ix);
         const steps = stepTable(ix);
@@ -265,6 +302,7 @@ export function register(program: Command): void {
       if (o.out) {
         writeHistory(o.out, plan.events);
         process.stdout.write(`rerun ${plan.runId} of ${runId} step ${step}: ${rollouts} RolloutRequested written to ${o.out}\n`);
+        for (const m of plan.multiVersion) process.stderr.write(`rstar replay: partial rollout ${m.originalRolloutId}: ${m.reason}\n`);
         return;
       }
       if (!databaseUrl) {
@@ -282,6 +320,7 @@ export function register(program: Command): void {
         const versions = plan.phases.map((p) => `${p.rolloutIds.length} on version ${p.policyVersion}`).join(', ');
         process.stderr.write(`rstar replay: step ${step} was sampled on several policy versions (${versions}); the running services serve the weights they hold, so use --standalone to re-run each rollout on its own version\n`);
       }
+      for (const m of plan.multiVersion) process.stderr.write(`rstar replay: partial rollout ${m.originalRolloutId}: ${m.reason}\n`);
     });
 
 }
