@@ -10,10 +10,9 @@ import { JetStreamBus, securedBusOptionsFromEnv } from '@rstar/messaging';
 import { Archiver } from '@rstar/runtime';
 import { EventSigner, generateSecrets, securityFromEnv, type GeneratedSecrets, type Principal } from '@rstar/security';
 import { createLogger } from '@rstar/telemetry';
-import { sampleEvent, until, natsServerVersion, startNatsServer, type NatsServerProcess } from '@rstar/testing';
+import { natsServerMissing, sampleEvent, skipUnlessCi, startNatsServer, until, type NatsServerProcess } from '@rstar/testing';
 
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
-const version = natsServerVersion();
 
 /**
  * Issue 27, build 2, on a secured stack (a nats-server configured from the contracts, each principal with
@@ -23,7 +22,7 @@ const version = natsServerVersion();
  * handler, the archiver keeps them out of the run (in the quarantine, with the reason), and the real
  * events go through. The run's chain stays intact with those dead letters.
  */
-describe.skipIf(!version)('insider with one service\'s credentials: events bound to subject and producer', () => {
+describe.skipIf(skipUnlessCi(natsServerMissing()))('insider with one service\'s credentials: events bound to subject and producer', () => {
   let dir: string;
   let secrets: GeneratedSecrets;
   let nats: NatsServerProcess;

@@ -76,28 +76,38 @@ export class ChainCheckpoints {
   }
 
   /**
-   * Check a run's events against its checkpoints. With a `verifier` (the trusted keys) every checkpoint
-   * must be signed by `archiverKeyId`, and a run that ended must have a sealed one. Against the last
-   * checkpoint: every stream it names must still reach its position with the same hash (else the tail
-   * was cut, or the chain rewritten or NULLed), the run must hold at least its count of chained events,
-   * and once sealed no event may follow (a row appended afterwards). Problems name the stream, position
-   * and checkpoint.
+   * Check a run's events against its checkpoints. With a `verifier` (the trusted keys) the run is expected
+   * to be secured: every checkpoint must be signed by `archiverKeyId` (default `control-plane`), at least
+   * one must exist, and the run must be sealed (a sealed checkpoint: its `RunCompleted`/`RunFailed` was
+   * archived) unless `allowUnsealed` (a run still in progress; an ended run must be sealed even then).
+   * Against the last checkpoint: every stream it names must still reach its position with the same hash
+   * (else the tail was cut, or the chain rewritten or NULLed), the run must hold at least its count of
+   * chained events, and once sealed no event may follow (a row appended afterwards). Problems name the
+   * stream, position or checkpoint, and the fix.
    */
-  async verify(runId: string, o: { verifier: EventVerifier | null; archiverKeyId?: string; ended: boolean }): Promise<CheckpointReport> {
+  async verify(runId: string, o: { verifier: EventVerifier | null; archiverKeyId?: string; ended: boolean; allowUnsealed?: boolean }): Promise<CheckpointReport> {
     const list = await this.list(runId);
     const problems: string[] = [];
     const signer = o.archiverKeyId ?? 'control-plane';
+    const sealed = list.some((c) => c.sealed);
     if (o.verifier) {
+      if (!o.verifier.keyIds.includes(signer)) problems.push(`the trusted keys hold no key of the archiver ("${signer}"), so its checkpoints cannot be checked: pass the trusted-keys.json of \`rstar security init\`, which holds every principal's key`);
       for (const c of list) {
         if (!c.sig || c.keyId !== signer || !o.verifier.verifyStatement(signer, DOMAIN, checkpointContent(c), c.sig)) {
           problems.push(`checkpoint ${c.seq} is not signed by the archiver ("${signer}")${c.keyId ? ` (key id "${c.keyId}")` : ''}`);
         }
       }
-      if (o.ended && !list.some((c) => c.sealed)) problems.push('the run ended but no sealed checkpoint exists (its seal was removed, or the run was archived without a signing archiver)');
+      if (o.ended && !sealed) problems.push('the run ended but no sealed checkpoint exists (its seal was removed, or the run was archived without a signing archiver)');
+      else if (!sealed && !o.allowUnsealed) {
+        problems.push('the run is not sealed: no checkpoint seals it and no RunCompleted/RunFailed is archived, so it is still in progress, or its tail was cut; pass --allow-unsealed to check a run that is still running');
+      }
+      if (!list.length && !o.allowUnsealed) {
+        problems.push(`no checkpoint of the archiver ("${signer}") covers the run's chain: its checkpoints were deleted, or it was archived without a signing archiver (the control plane without its signing key)`);
+      }
     }
     const last = list[list.length - 1];
-    if (!last) return { ok: problems.length === 0, checkpoints: 0, sealed: false, problems };
     const now = await this.heads(runId);
+    if (!last) return { ok: problems.length === 0, checkpoints: 0, sealed: false, uncovered: now.events, problems };
     const current = new Map(now.streams.map(([s, p]) => [s, p]));
     const byPos = await this.pool.query(
       `SELECT e.stream_id, e.stream_position, encode(e.hash, 'hex') AS hash FROM "${this.schema}".events e
@@ -120,7 +130,7 @@ export class ChainCheckpoints {
         if (position > (sealedAt.get(stream) ?? 0)) problems.push(`stream ${stream} has events up to position ${position} after the run was sealed at ${sealedAt.get(stream) ?? 0} (checkpoint ${last.seq}): appended afterwards`);
       }
     }
-    return { ok: problems.length === 0, checkpoints: list.length, sealed: last.sealed, problems };
+    return { ok: problems.length === 0, checkpoints: list.length, sealed, uncovered: Math.max(0, now.events - last.events), problems };
   }
 }
 
@@ -128,6 +138,9 @@ export class ChainCheckpoints {
 export interface CheckpointReport {
   ok: boolean;
   checkpoints: number;
+  /** A sealed checkpoint exists (the run's end was archived and sealed). */
   sealed: boolean;
+  /** Chained events after the last checkpoint (all of them without one): covered only by their signatures. */
+  uncovered: number;
   problems: string[];
 }

@@ -2,7 +2,7 @@ import { Pool, type PoolClient, type PoolConfig } from 'pg';
 import { parseEvent, type EventType, type RstarEvent } from '@rstar/contracts';
 import { CorruptEventError, EventStoreConfigError } from './errors';
 import { checkArchiveMigrated, migrateArchive } from './migrations.runner';
-import { readQuarantine, writeQuarantine, type QuarantinedEvent } from './quarantine';
+import { readIdCollisions, readQuarantine, writeQuarantine, type QuarantinedEvent } from './quarantine';
 import { ArchiveChain } from './chain';
 import { copyAppend } from './copy-append';
 import { planAppend, type AppendRow, type Collision, type PlannedRow } from './append.plan';
@@ -204,6 +204,11 @@ export class EventStore {
   /** The quarantine (dead letters and id collisions) of one run, oldest first. */
   quarantined(runId: string): Promise<QuarantinedEvent[]> {
     return readQuarantine(this.pool, this.schema, runId);
+  }
+
+  /** The id collisions recorded against one run (its own, or on one of its events' ids), oldest first. */
+  idCollisions(runId: string): Promise<QuarantinedEvent[]> {
+    return readIdCollisions(this.pool, this.schema, runId);
   }
 
   /** Run `write` in a transaction holding the advisory lock of every stream of `rows`. */

@@ -43,3 +43,19 @@ export async function readQuarantine(pool: Pool, schema: string, runId: string):
   const r = await pool.query(`SELECT event_id, kind, subject, consumer, field, reason, payload FROM "${schema}".quarantine WHERE run_id = $1 ORDER BY seq`, [runId]);
   return r.rows.map((x) => ({ eventId: x.event_id, kind: x.kind, subject: x.subject, consumer: x.consumer, field: x.field, reason: x.reason, payload: x.payload }));
 }
+
+/**
+ * Every id collision recorded against one run: the quarantined copy names the run (`run_id`), or its id is
+ * one of the run's archived events (a copy published under another run id, squatting or squatted by this
+ * run's event). Oldest first. `rstar replay verify` reports each as an alarm.
+ */
+export async function readIdCollisions(pool: Pool, schema: string, runId: string): Promise<QuarantinedEvent[]> {
+  const r = await pool.query(
+    `SELECT q.event_id, q.kind, q.subject, q.consumer, q.field, q.reason, q.payload FROM "${schema}".quarantine q
+      WHERE q.kind = 'id_collision'
+        AND (q.run_id = $1 OR EXISTS (SELECT 1 FROM "${schema}".events e WHERE e.id = q.event_id AND e.run_id = $1))
+      ORDER BY q.seq`,
+    [runId],
+  );
+  return r.rows.map((x) => ({ eventId: x.event_id, kind: x.kind, subject: x.subject, consumer: x.consumer, field: x.field, reason: x.reason, payload: x.payload }));
+}

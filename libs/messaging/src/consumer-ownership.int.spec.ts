@@ -6,7 +6,7 @@ import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
 import { BUS_ROLES, consumerFilters, durablesOf, expandDurable, generateSecrets, PRINCIPALS, type GeneratedSecrets, type Principal } from '@rstar/security';
 import { EVENT_CONTRACTS, type EventType } from '@rstar/contracts';
 import { createLogger } from '@rstar/telemetry';
-import { sampleEvent, until, natsServerVersion, startNatsServer, type NatsServerProcess } from '@rstar/testing';
+import { natsServerMissing, natsServerVersion, sampleEvent, skipUnlessCi, startNatsServer, until, type NatsServerProcess } from '@rstar/testing';
 import { JetStreamBus } from './jetstream.bus';
 import { securedBusOptionsFromEnv } from './service.env';
 
@@ -29,7 +29,7 @@ function ownedConsumers(p: Principal): Array<{ durable: string; filter: string; 
  * read, acked and inspected only by its owner. Every principal tries every other principal's durables
  * (pull, ack, info); the server refuses each, and the victims' consumers still hold every message.
  */
-describe.skipIf(!version)(`secured NATS: consumers only their owner can use (nats-server ${version})`, () => {
+describe.skipIf(skipUnlessCi(natsServerMissing()))(`secured NATS: consumers only their owner can use (nats-server ${version})`, () => {
   let dir: string;
   let secrets: GeneratedSecrets;
   let server: NatsServerProcess;

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { formatChainReport, type ChainReport, type CheckpointReport, type EventStore } from '@rstar/event-store';
+import { formatChainReport, type ChainReport, type CheckpointReport, type EventStore, type QuarantinedEvent } from '@rstar/event-store';
 import { EventVerifier, parseTrustedKeys } from '@rstar/security';
 
 /** Producer signatures of a run's archived events, checked against trusted keys. */
@@ -11,7 +11,7 @@ export interface SignatureReport {
   invalid: number;
   /** The first invalid one by global position: event id and reason. */
   firstInvalid: { eventId: string; globalPosition: number; reason: string } | null;
-  /** The first unsigned one by global position (a failure in a secured run: one whose other events are signed). */
+  /** The first unsigned one by global position (a failure: with trusted keys every event must be signed). */
   firstUnsigned: { eventId: string; globalPosition: number } | null;
 }
 
@@ -22,21 +22,37 @@ export interface IntegrityReport {
   signatures: SignatureReport | null;
   /** The run's signed chain checkpoints against its events. */
   checkpoints: CheckpointReport;
+  /** Id collisions recorded against the run (an id archived with one content and published again with another): each an alarm. */
+  collisions: Array<Pick<QuarantinedEvent, 'eventId' | 'reason'>>;
   /** Every reason the run fails, each naming the event, stream position or checkpoint. */
   problems: string[];
+}
+
+/** Options of {@link checkArchiveIntegrity}. */
+export interface IntegrityOptions {
+  /**
+   * JSON file `{keyId: public key PEM}` (e.g. `trusted-keys.json` of `rstar security init`). Given, the run
+   * is expected to be secured: every event signed by its type's producer, checkpoints signed by the archiver.
+   */
+  trustedKeysFile?: string;
+  /** With trusted keys: accept a run that is not sealed yet (one still in progress; `--allow-unsealed`). */
+  allowUnsealed?: boolean;
 }
 
 /**
  * Check a run's archive: the hash chain of every stream (`store.verifyChain`), the archiver's chain
  * checkpoints (`store.checkpoints.verify`: a cut tail, a rewritten or NULLed head, rows appended after the
- * seal) and, when `trustedKeysFile` is given (JSON `{keyId: public key PEM}`, e.g. `trusted-keys.json` of
- * `rstar security init`), each event's producer signature over its stored envelope and the checkpoints'
- * signatures. `ok` = none of these fails. Unsigned events fail a secured run (one with signed events); an
- * open-bus run has none signed and is only counted. Events without a hash fail a run that has checkpoints
- * (it was archived with the chain).
+ * seal) and the id collisions recorded against the run (`store.idCollisions`: each fails the run).
+ * With `trustedKeysFile` the run must be secured (`replay verify --trusted-keys`): every event must carry
+ * a valid signature of a trusted key of a principal that produces its type, every checkpoint must be
+ * signed by the archiver, at least one must exist, and the run must be sealed (its end archived and
+ * sealed) unless `allowUnsealed`; so stripping every signature, recomputing the chain and deleting the
+ * checkpoints, or cutting a tail together with its checkpoints, both fail. Without trusted keys (an
+ * open-bus run) signatures are not checked and only the checkpoints present are compared. Events without
+ * a hash fail a run that has checkpoints (it was archived with the chain). `ok` = no problem.
  */
-export async function checkArchiveIntegrity(store: EventStore, runId: string, trustedKeysFile?: string): Promise<IntegrityReport> {
-  const verifier = trustedKeysFile ? new EventVerifier({ trustedKeys: parseTrustedKeys(readFileSync(trustedKeysFile, 'utf8'), '--trusted-keys') }) : null;
+export async function checkArchiveIntegrity(store: EventStore, runId: string, opts: IntegrityOptions = {}): Promise<IntegrityReport> {
+  const verifier = opts.trustedKeysFile ? new EventVerifier({ trustedKeys: parseTrustedKeys(readFileSync(opts.trustedKeysFile, 'utf8'), '--trusted-keys') }) : null;
   const sig: SignatureReport = { valid: 0, unsigned: 0, invalid: 0, firstInvalid: null, firstUnsigned: null };
   let ended = false;
   const chain = await store.verifyChain(runId, {
@@ -55,15 +71,25 @@ export async function checkArchiveIntegrity(store: EventStore, runId: string, tr
       }
     },
   });
-  const checkpoints = await store.checkpoints.verify(runId, { verifier: verifier && sig.valid > 0 ? verifier : null, ended });
+  const checkpoints = await store.checkpoints.verify(runId, { verifier, ended, allowUnsealed: opts.allowUnsealed });
+  const collisions = (await store.idCollisions(runId)).map((q) => ({ eventId: q.eventId, reason: q.reason }));
   const problems: string[] = [];
   if (!chain.ok) problems.push(chain.firstBreak!.message);
   if (sig.invalid) problems.push(`invalid signature: ${sig.firstInvalid!.eventId}: ${sig.firstInvalid!.reason}`);
-  if (sig.valid > 0 && sig.unsigned > 0) problems.push(`${sig.unsigned} unsigned event(s) in a secured run, first ${sig.firstUnsigned!.eventId} (global position ${sig.firstUnsigned!.globalPosition})`);
+  if (sig.unsigned) {
+    problems.push(
+      `${sig.unsigned} unsigned event(s) in a run verified with --trusted-keys, first ${sig.firstUnsigned!.eventId} (global position ${sig.firstUnsigned!.globalPosition}): ` +
+        'every event of a secured run carries its producer\'s signature, so these were stripped or inserted (a run archived from an open bus is verified without --trusted-keys)',
+    );
+  }
   if (chain.unchained > 0 && checkpoints.checkpoints > 0) problems.push(`${chain.unchained} event(s) without a hash in a run archived with the chain (its hashes were removed)`);
   problems.push(...checkpoints.problems);
-  return { ok: problems.length === 0, chain, signatures: verifier ? sig : null, checkpoints, problems };
+  for (const c of collisions) problems.push(`id collision: event ${c.eventId} was published again with different content (${c.reason}); the archive kept the first copy, the other is in the quarantine table: find which producer sent it`);
+  return { ok: problems.length === 0, chain, signatures: verifier ? sig : null, checkpoints, collisions, problems };
 }
+
+/** Collisions listed one per line in the text report; --json holds them all. */
+const MAX_COLLISION_LINES = 50;
 
 /** The integrity report as text lines. */
 export function formatIntegrity(r: IntegrityReport): string {
@@ -74,9 +100,9 @@ export function formatIntegrity(r: IntegrityReport): string {
     lines.push(
       s.invalid
         ? `signatures: ${s.invalid} INVALID — first: ${s.firstInvalid!.eventId}: ${s.firstInvalid!.reason} (${s.valid} valid, ${s.unsigned} unsigned)`
-        : s.valid > 0 && s.unsigned > 0
-          ? `signatures: ${s.unsigned} UNSIGNED in a secured run — first: ${s.firstUnsigned!.eventId} (${s.valid} valid)`
-          : `signatures: ${s.valid} valid, ${s.unsigned} unsigned`,
+        : s.unsigned > 0
+          ? `signatures: ${s.unsigned} UNSIGNED — first: ${s.firstUnsigned!.eventId} (${s.valid} valid; with --trusted-keys every event must be signed)`
+          : `signatures: ${s.valid} valid, 0 unsigned`,
     );
   }
   const k = r.checkpoints;
@@ -84,10 +110,14 @@ export function formatIntegrity(r: IntegrityReport): string {
     k.problems.length
       ? `checkpoints: FAILED — ${k.problems.join('; ')}`
       : k.checkpoints
-        ? `checkpoints: ok (${k.checkpoints}, ${k.sealed ? 'sealed' : 'not sealed yet'})`
-        : 'checkpoints: none (archived before checkpoints, or by an archiver that wrote none)',
+        ? `checkpoints: ok (${k.checkpoints}, ${k.sealed ? 'sealed' : `not sealed yet: ${k.uncovered} event(s) after the last one`})`
+        : 'checkpoints: none (archived before checkpoints, by an archiver that wrote none, or a run too young for its first)',
   );
+  if (r.collisions.length) {
+    lines.push(`id collisions: ${r.collisions.length} — ALARM: an id published again with different content (the quarantine table holds the other copy)`);
+    for (const c of r.collisions.slice(0, MAX_COLLISION_LINES)) lines.push(`  id collision: event ${c.eventId}: ${c.reason}`);
+    if (r.collisions.length > MAX_COLLISION_LINES) lines.push(`  ... and ${r.collisions.length - MAX_COLLISION_LINES} more (all of them with --json)`);
+  }
   if (r.chain.ok && r.chain.unchained > 0 && k.checkpoints > 0) lines.push(`hash chain: ${r.chain.unchained} event(s) WITHOUT a hash in a run archived with the chain`);
-  if (r.signatures && r.signatures.valid > 0 && r.signatures.unsigned > 0 && !r.signatures.invalid) lines.push('a secured run must not hold unsigned events');
   return lines.join('\n');
 }

@@ -21,6 +21,14 @@ export function natsServerVersion(bin = 'nats-server'): string | null {
 }
 
 /**
+ * Why a test needing nats-server cannot run here, or null when one is on PATH; for
+ * `describe.skipIf(skipUnlessCi(natsServerMissing()))`, so CI fails instead of skipping.
+ */
+export function natsServerMissing(bin = 'nats-server'): string | null {
+  return natsServerVersion(bin) ? null : `${bin} is not on PATH: run bash infra/local/install.sh as root (it installs the Debian package nats-server)`;
+}
+
+/**
  * Start a private JetStream nats-server on loopback with `config` appended to its base settings (port,
  * store folder, 8 MB payloads, JetStream): a secured configuration from {@link renderNatsAuthConfig}, or
  * nothing for an open one. Used by the tests and `pnpm bench events` to compare open and secured servers

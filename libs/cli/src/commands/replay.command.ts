@@ -174,10 +174,12 @@ function sources(cmd: Command): Command {
  *   group table; a group's table (from the read models of an archive, from the events of a `--history`),
  *   each rollout with the policy versions that sampled it, the trainer's version and its staleness;
  *   a rollout's transcript (turns, tool calls with code and output, reward and grader rule; from its events).
- * - `verify RUN [--step N] [--no-exec] [--trusted-keys FILE] [--json]`: check the archive's hash chain (and,
- *   with trusted keys, the producers' signatures), then recompute every deterministic decision with today's
- *   code (rewards, RoC picks, batch hash, tool outputs); exit code 0 only when the chain holds and nothing
- *   deterministic differs.
+ * - `verify RUN [--step N] [--no-exec] [--trusted-keys FILE [--allow-unsealed]] [--json]`: check the
+ *   archive's hash chain, the archiver's checkpoints and the id collisions recorded against the run (with
+ *   trusted keys the run must be secured: every event signed by its producer, checkpoints signed by the
+ *   archiver, the run sealed unless `--allow-unsealed`), then recompute every deterministic decision with
+ *   today's code (rewards, RoC picks, batch hash, tool outputs); exit code 0 only when the archive holds and
+ *   nothing deterministic differs.
  * - `rerun RUN --step N [--nats URL | --standalone] [--out FILE] [--json]`: re-publish the step's inputs
  *   under a new run id (RunStarted.rerunOf links it) to running services; or, with `--standalone` or
  *   without a NATS URL, run them in this process and compare with the original step (exit code 0 only
@@ -230,16 +232,21 @@ export function register(program: Command): void {
     .option('--no-exec', 'do not re-execute tool calls')
     .option('--retrain', 'built-in policy: re-train each step from its start checkpoint and compare the checkpoint hash')
     .option('--concurrency <n>', 'rollouts whose tool calls re-run in parallel', '8')
-    .option('--trusted-keys <file>', "also check each archived event's producer signature (JSON {keyId: public key PEM}, e.g. trusted-keys.json of rstar security init)")
+    .option(
+      '--trusted-keys <file>',
+      'the run is a secured one: every event must carry a valid signature of its producer and the archiver\'s signed checkpoints must cover and seal the chain (JSON {keyId: public key PEM}, e.g. trusted-keys.json of rstar security init)',
+    )
+    .option('--allow-unsealed', 'with --trusted-keys: accept a run that is not sealed yet (still in progress); without it an unsealed run fails')
     .option('--json', 'print the report as JSON')
-    .action(async (runId: string, o: SourceOptions & { step?: string; exec: boolean; retrain?: boolean; concurrency: string; trustedKeys?: string; json?: boolean }) => {
+    .action(async (runId: string, o: SourceOptions & { step?: string; exec: boolean; retrain?: boolean; concurrency: string; trustedKeys?: string; allowUnsealed?: boolean; json?: boolean }) => {
       const step = intFlag(o.step, '--step');
+      if (o.allowUnsealed && !o.trustedKeys) throw new CliInputError('--allow-unsealed only applies with --trusted-keys (a run without them is not expected to be sealed): add --trusted-keys FILE or drop --allow-unsealed');
       const concurrency = Number(o.concurrency);
       if (!Number.isInteger(concurrency) || concurrency < 1) throw new CliInputError(`--concurrency must be a positive integer, got "${o.concurrency}"`);
       // The archive's own integrity first (a history file has no chain to check).
       let integrity: IntegrityReport | null = null;
       const events = await loadRun(runId, o, async (store) => {
-        integrity = await checkArchiveIntegrity(store, runId, o.trustedKeys);
+        integrity = await checkArchiveIntegrity(store, runId, { trustedKeysFile: o.trustedKeys, allowUnsealed: o.allowUnsealed });
       });
       const checked = integrity as IntegrityReport | null;
       if (checked && !o.json) process.stdout.write(formatIntegrity(checked) + '\n');
