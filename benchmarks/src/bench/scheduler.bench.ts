@@ -11,10 +11,16 @@ import { findWorkersPython } from '@rstar/workers';
 import { referencePart, type ReferenceResult } from './scheduler.reference';
 
 /*
- * `pnpm bench scheduler`: KV-budget vs least-requests vs round-robin rollout scheduling (docs/design/protocol.md §7).
- * Part 1 runs real rollouts on several built-in engines (which never preempt) and then on reference
- * engines of workers/trainer (which retract and recompute past their KV capacity, as SGLang does); part 2 is
- * a discrete-event simulation of a 64-engine cluster with a per-token latency model calibrated on part 1.
+ * `pnpm bench scheduler`: KV-aware vs least-requests vs round-robin rollout scheduling (docs/design/protocol.md §7).
+ * Part 1 runs real rollouts on reference engines of workers/trainer (which retract and recompute past
+ * their KV capacity, as SGLang does), the rollouts arriving as an asynchronous run with η = 1 submits them
+ * (the next step's wave when half of the current one has finished; scheduler.reference.ts), and on several
+ * built-in engines (which never preempt, all rollouts at once); part 2 is a discrete-event simulation of a
+ * 64-engine cluster with a per-token latency model calibrated on the built-in engines.
+ * Headline keys (issue 26's goal): `makespan_ratio_kv_vs_least_requests` = makespan of `kv-adaptive` / that
+ * of least-requests on the reference engines, goal < 1, with `retractions_kv` < `retractions_least_requests`
+ * (the engines' own counters, mean per run) in the same run; null when the workers' Python is not set up.
+ * The built-in engines' reservation figures are under `builtin_*`, the simulation's under `sim_*`.
  * The simulated engine below is a benchmark tool only: it drives the product's RolloutScheduler, but it
  * is never exported and never serves a rollout.
  */
@@ -447,8 +453,10 @@ function arg(args: string[], name: string, def: number): number {
  * Run the benchmark. Flags: --engines (3), --rollouts (96), --capacity (KV tokens per built-in engine, 450),
  * --sft-steps (120; the policy is SFT'd briefly so it writes tool calls), --sim-engines (64),
  * --sim-rollouts (16384), --sim-capacity (200000), --sim-budget (8192); reference engines (skipped, with
- * their figures null, when the workers' Python is not set up): --ref-engines (3), --ref-rollouts (96),
- * --ref-capacity (KV tokens per reference engine, 1200), --ref-rounds (3).
+ * their figures null, when the workers' Python is not set up): --ref-engines (3), --ref-waves (steps of the
+ * η = 1 arrival, 4; 1 = the whole batch at once), --ref-per-wave (rollouts per step, 32), --ref-capacity
+ * (KV tokens per reference engine, 1200), --ref-rounds (3). A short run (about a third of the time):
+ * --sft-steps 30 --rollouts 48 --sim-rollouts 2048 --ref-rounds 1.
  */
 export async function run(args: string[]): Promise<object> {
   const nEngines = arg(args, 'engines', 3);
@@ -460,7 +468,8 @@ export async function run(args: string[]): Promise<object> {
   const simCapacity = arg(args, 'sim-capacity', 200_000);
   const simBudget = arg(args, 'sim-budget', 8192);
   const refEngines = arg(args, 'ref-engines', 3);
-  const refRollouts = arg(args, 'ref-rollouts', 96);
+  const refWaves = arg(args, 'ref-waves', 4);
+  const refPerWave = arg(args, 'ref-per-wave', 32);
   const refCapacity = arg(args, 'ref-capacity', 1200);
   const refRounds = arg(args, 'ref-rounds', 3);
 
@@ -501,7 +510,7 @@ export async function run(args: string[]): Promise<object> {
     await Promise.all(engines.map((e) => e.close().catch(() => undefined)));
     engines = [];
     if (findWorkersPython()) {
-      reference = await referencePart({ engines: refEngines, rollouts: refRollouts, capacity: refCapacity, rounds: refRounds, sandbox, policies: ['kv-adaptive', 'least-requests', 'kv-budget'] });
+      reference = await referencePart({ engines: refEngines, waves: refWaves, perWave: refPerWave, capacity: refCapacity, rounds: refRounds, sandbox, policies: ['kv-adaptive', 'least-requests', 'kv-budget'] });
     } else {
       process.stderr.write('reference engines skipped: the workers Python is not set up (workers/setup.sh)\n');
     }
@@ -521,17 +530,21 @@ export async function run(args: string[]): Promise<object> {
   }
   return {
     bench: 'scheduler',
-    makespan_ratio_kv_vs_least_requests: real['kv-budget'].makespanS / real['least-requests'].makespanS,
-    makespan_ratio_kv_vs_round_robin: real['kv-budget'].makespanS / real['round-robin'].makespanS,
-    kv_overflows: real['kv-budget'].kvOverflows + sim['kv-budget'].kvOverflows,
-    sim_makespan_ratio_kv_vs_least_requests: sim['kv-budget'].makespanS / sim['least-requests'].makespanS,
-    reference_makespan_ratio_kv_vs_least_requests: ref ? ref['kv-budget'].makespanS / ref['least-requests'].makespanS : null,
-    reference_makespan_ratio_adaptive_vs_least_requests: ref ? ref['kv-adaptive'].makespanS / ref['least-requests'].makespanS : null,
-    reference_forward_passes_ratio_kv_vs_least_requests: ref ? ref['kv-budget'].forwardPassesMax / ref['least-requests'].forwardPassesMax : null,
-    reference_forward_passes_ratio_adaptive_vs_least_requests: ref ? ref['kv-adaptive'].forwardPassesMax / ref['least-requests'].forwardPassesMax : null,
-    reference_retractions_kv_budget: ref ? ref['kv-budget'].retractions : null,
-    reference_retractions_kv_adaptive: ref ? ref['kv-adaptive'].retractions : null,
-    reference_retractions_least_requests: ref ? ref['least-requests'].retractions : null,
+    // Reference engines (retract past capacity), η = 1 wave arrival: kv-adaptive vs least-requests (the goal).
+    makespan_ratio_kv_vs_least_requests: ref ? ref['kv-adaptive'].makespanS / ref['least-requests'].makespanS : null,
+    retractions_kv: ref ? ref['kv-adaptive'].retractions : null,
+    retractions_least_requests: ref ? ref['least-requests'].retractions : null,
+    forward_passes_ratio_kv_vs_least_requests: ref ? ref['kv-adaptive'].forwardPassesMax / ref['least-requests'].forwardPassesMax : null,
+    // Same engines and arrival, plain reservation (rStar2's kv-budget).
+    reference_makespan_ratio_kv_budget_vs_least_requests: ref ? ref['kv-budget'].makespanS / ref['least-requests'].makespanS : null,
+    reference_forward_passes_ratio_kv_budget_vs_least_requests: ref ? ref['kv-budget'].forwardPassesMax / ref['least-requests'].forwardPassesMax : null,
+    retractions_kv_budget: ref ? ref['kv-budget'].retractions : null,
+    // Built-in engines (never preempt), whole batch at once: plain reservation.
+    builtin_makespan_ratio_kv_budget_vs_least_requests: real['kv-budget'].makespanS / real['least-requests'].makespanS,
+    builtin_makespan_ratio_kv_budget_vs_round_robin: real['kv-budget'].makespanS / real['round-robin'].makespanS,
+    builtin_kv_budget_overflows: real['kv-budget'].kvOverflows,
+    sim_makespan_ratio_kv_budget_vs_least_requests: sim['kv-budget'].makespanS / sim['least-requests'].makespanS,
+    sim_kv_budget_overflows: sim['kv-budget'].kvOverflows,
     real,
     reference,
     sim,
@@ -539,7 +552,7 @@ export async function run(args: string[]): Promise<object> {
     notes:
       'real: built-in engines share this process (one CPU thread), so engines do not compute in parallel; every policy is sticky per rollout in the pool. ' +
       'reference: reference engines (workers/trainer, hf-tiny, one torch thread each, separate processes) admit optimistically and retract past their KV capacity (SGLang\'s rule; a retracted request is recomputed by a prefill of its prompt and output); retractions are the engines\' own counters, averaged over rounds after an unmeasured warm-up pass of the whole batch. ' +
-      'Each run submits the whole batch at once to one pool (one step\'s rollouts, as a synchronous step or an async window refilled at once sees them), not a stream of steps overlapping the trainer. ' +
+      'The reference rollouts arrive as an async run with eta = 1 submits them: one step per wave, the next wave when half of the current one has finished and all of the one before (two steps in flight), through one pool; the built-in part submits its whole batch at once. ' +
       'kv-adaptive admits by the projected KV peak (every rollout running to its budget, progress from the engine\'s observed KV usage), longest budget first, and backs off on retractions; forward_passes = model forward passes of the busiest engine, the makespan in engine work, which machine load does not move. ' +
       'sim: least-requests routes each turn (prefix cache lost on a move), kv-budget and round-robin are sticky; kv-budget reserves prompt + full budget.',
   };

@@ -1,15 +1,20 @@
 import { ModelTokenizer, type RolloutSpec } from '@rstar/agent';
 import { EnginePool, SglangAdapter, type SchedulingPolicy } from '@rstar/engines';
-import { runRolloutBatch } from '@rstar/rollouts';
+import { runRolloutBatch, type RolloutBatchDeps } from '@rstar/rollouts';
 import type { SandboxPool } from '@rstar/sandbox';
+import { submitInWaves } from '@rstar/testing';
 import { ensureTinyModel, startReferenceEngine, type PythonProcess } from '@rstar/workers';
 import { rngFromSeed, seedOf } from '@rstar/grpo';
 import { resolve } from 'node:path';
 
 /*
- * Part 1b of `pnpm bench scheduler`: the same rollout batch on reference engines (workers/trainer), which
+ * Part 1b of `pnpm bench scheduler`: the same rollouts on reference engines (workers/trainer), which
  * admit optimistically and retract + recompute requests past their KV capacity as SGLang does, so a
- * scheduler that overloads an engine pays for it. The KV capacity is set below what the batch needs at once.
+ * scheduler that overloads an engine pays for it. The rollouts arrive as an asynchronous run with η = 1
+ * submits them (issue 26): one step's group per wave, the next step's wave sent when half of the current
+ * one has finished and all of the one before it has (two steps in flight; `submitInWaves`), through one
+ * pool that lives across the waves as policy-serving's does. The KV capacity is set below what two
+ * overlapping waves need.
  */
 
 /** Figures of one policy on the reference engines. */
@@ -24,6 +29,8 @@ export interface ReferenceResult {
   peakAdmitFactor: number;
   /** Rollouts that waited in the pool's queue. */
   waited: number;
+  /** Most rollouts in flight at once (two waves overlap: up to 2 x perWave). */
+  peakInFlight: number;
   /** Model tokens generated in the run (the same work under every policy; seeded sampling). */
   generatedTokens: number;
   turns: number;
@@ -50,7 +57,9 @@ export interface ReferenceResult {
 /** Settings of the reference-engine part. */
 export interface ReferencePartOptions {
   engines: number;
-  rollouts: number;
+  /** Steps of the run: waves of `perWave` rollouts (1 = the whole batch at once). */
+  waves: number;
+  perWave: number;
   /** KV capacity of each engine in tokens. */
   capacity: number;
   sandbox: SandboxPool;
@@ -69,6 +78,7 @@ function meanOf(runs: readonly ReferenceResult[]): ReferenceResult {
     backoffs: avg((r) => r.backoffs),
     peakAdmitFactor: Math.max(...runs.map((r) => r.peakAdmitFactor)),
     waited: avg((r) => r.waited),
+    peakInFlight: Math.max(...runs.map((r) => r.peakInFlight)),
     generatedTokens: avg((r) => r.generatedTokens),
     turns: avg((r) => r.turns),
     prefillTokens: avg((r) => r.prefillTokens),
@@ -132,7 +142,8 @@ async function retractionsOf(adapters: readonly SglangAdapter[]): Promise<number
   return samples.reduce((s, x) => s + (x?.retractions ?? 0), 0);
 }
 
-async function runPolicy(policy: SchedulingPolicy, adapters: readonly SglangAdapter[], urls: readonly string[], specs: readonly RolloutSpec[], tokenizer: ModelTokenizer, sandbox: SandboxPool): Promise<ReferenceResult> {
+/** Run the waves of `specs` (one array per step) under `policy` through one pool, in the η = 1 arrival. */
+async function runPolicy(policy: SchedulingPolicy, adapters: readonly SglangAdapter[], urls: readonly string[], specs: readonly (readonly RolloutSpec[])[], tokenizer: ModelTokenizer, sandbox: SandboxPool): Promise<ReferenceResult> {
   const pool = await EnginePool.create(adapters, policy, { probeIntervalMs: 0 });
   let peak = 1;
   const watch = setInterval(() => {
@@ -141,13 +152,24 @@ async function runPolicy(policy: SchedulingPolicy, adapters: readonly SglangAdap
   const before = await retractionsOf(adapters);
   const tokensBefore = await tokenCounters(urls);
   const sampler = sampleEngines(adapters);
+  const deps: RolloutBatchDeps = {
+    pool,
+    tokenizer,
+    tools: { execute: (q) => sandbox.execute({ code: q.code, input: q.input, timeoutMs: q.timeoutMs, memoryMb: q.memoryMb, session: q.session ?? undefined }) },
+  };
+  let inFlight = 0;
+  let peakInFlight = 0;
   const t0 = Date.now();
   try {
-    const results = await runRolloutBatch(specs, {
-      pool,
-      tokenizer,
-      tools: { execute: (q) => sandbox.execute({ code: q.code, input: q.input, timeoutMs: q.timeoutMs, memoryMb: q.memoryMb, session: q.session ?? undefined }) },
+    const waves = await submitInWaves({ waves: specs.length, perWave: specs[0].length }, async (w, i) => {
+      peakInFlight = Math.max(peakInFlight, ++inFlight);
+      try {
+        return (await runRolloutBatch([specs[w][i]], deps))[0];
+      } finally {
+        inFlight--;
+      }
     });
+    const results = waves.flat();
     const makespanS = (Date.now() - t0) / 1000;
     const engineFigures = await sampler.stop();
     const tokensAfter = await tokenCounters(urls);
@@ -158,6 +180,7 @@ async function runPolicy(policy: SchedulingPolicy, adapters: readonly SglangAdap
       backoffs: pool.scheduler.stats.backoffs,
       peakAdmitFactor: peak,
       waited: pool.scheduler.stats.queued,
+      peakInFlight,
       generatedTokens: results.reduce((a, r) => a + r.responseTokenIds.length, 0),
       turns: results.reduce((a, r) => a + r.turns, 0),
       prefillTokens: tokensAfter.prefill - tokensBefore.prefill,
@@ -174,9 +197,9 @@ async function runPolicy(policy: SchedulingPolicy, adapters: readonly SglangAdap
 
 /**
  * Start `o.engines` reference engines on the hf-tiny model (one torch thread each, `--kv-capacity-tokens
- * o.capacity`), run the same seeded batch of `o.rollouts` rollouts (a quarter long, the rest short) under
- * each policy (`o.rounds` times, alternating the order), and stop them. Returns each policy's mean figures
- * and the workload's shape.
+ * o.capacity`), run the same seeded `o.waves` waves of `o.perWave` rollouts (a quarter long, the rest
+ * short) in the η = 1 arrival under each policy (`o.rounds` times, alternating the order), and stop them.
+ * Returns each policy's mean figures and the workload's shape.
  */
 export async function referencePart(o: ReferencePartOptions): Promise<{ results: Record<string, ReferenceResult>; workload: object }> {
   const model = await ensureTinyModel(resolve(__dirname, '../../../.rstar/models'));
@@ -189,7 +212,7 @@ export async function referencePart(o: ReferencePartOptions): Promise<{ results:
     const rand = rngFromSeed(seedOf('scheduler-bench-reference', 1));
     const long = 224;
     const short = 48;
-    const specs: RolloutSpec[] = Array.from({ length: o.rollouts }, (_, i) => {
+    const flat: RolloutSpec[] = Array.from({ length: o.waves * o.perWave }, (_, i) => {
       const isLong = rand() < 0.25;
       return {
         rolloutId: `ref-bench:${i}`,
@@ -199,10 +222,11 @@ export async function referencePart(o: ReferencePartOptions): Promise<{ results:
         compactPrompt: true,
       };
     });
-    // Warm-up, not measured: the whole batch once, so that each engine has run batches and KV lengths as
+    const specs = Array.from({ length: o.waves }, (_, w) => flat.slice(w * o.perWave, (w + 1) * o.perWave));
+    // Warm-up, not measured: the whole run once, so that each engine has run batches and KV lengths as
     // large as the measured runs' (torch is slow the first time it meets a shape; with a warm-up of a few
     // rollouts the first measured run of the process paid 1.4-1.7x, and that run was always the same policy's).
-    await runPolicy('least-requests', adapters, urls, specs.map((s) => ({ ...s, rolloutId: `warm:${s.rolloutId}` })), tokenizer, o.sandbox);
+    await runPolicy('least-requests', adapters, urls, specs.map((wave) => wave.map((s) => ({ ...s, rolloutId: `warm:${s.rolloutId}` }))), tokenizer, o.sandbox);
     const runs = new Map<SchedulingPolicy, ReferenceResult[]>(o.policies.map((p) => [p, []]));
     for (let round = 0; round < o.rounds; round++) {
       for (const policy of round % 2 === 0 ? o.policies : [...o.policies].reverse()) {
@@ -213,7 +237,7 @@ export async function referencePart(o: ReferencePartOptions): Promise<{ results:
     }
     const results: Record<string, ReferenceResult> = {};
     for (const [policy, rs] of runs) results[policy] = meanOf(rs);
-    return { results, workload: { engines: o.engines, rollouts: o.rollouts, kvCapacityTokens: o.capacity, rounds: o.rounds, longShare: 0.25, longMaxTokens: long, shortMaxTokens: short, model: 'hf-tiny (random init; replies run to their budget)' } };
+    return { results, workload: { engines: o.engines, waves: o.waves, perWave: o.perWave, arrival: 'eta=1: next wave at half of the current one, at most two in flight', kvCapacityTokens: o.capacity, rounds: o.rounds, longShare: 0.25, longMaxTokens: long, shortMaxTokens: short, model: 'hf-tiny (random init; replies run to their budget)' } };
   } finally {
     await Promise.all(engines.map((e) => e.stop().catch(() => undefined)));
   }

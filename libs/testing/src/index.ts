@@ -7,3 +7,4 @@ export * from './process.helpers';
 export * from './nats-server.process';
 export * from './synthetic-run.generator';
 export * from './model.perturb';
+export * from './arrival.waves';
