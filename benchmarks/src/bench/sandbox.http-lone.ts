@@ -25,10 +25,18 @@ http.createServer((req, res) => {
   });
 }).listen(0, '127.0.0.1', function () { process.stdout.write(JSON.stringify({ port: this.address().port }) + '\\n'); });
 `;
-  const proc = spawn(process.execPath, ['-e', src], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return serverOnLoopback(spawn(process.execPath, ['-e', src], { stdio: ['ignore', 'pipe', 'inherit'] }), 'the bare HTTP server');
+}
+
+/**
+ * Wait for a server process's first stdout line, `{"port":N}`.
+ * @returns its loopback URL, the process and a `stop()` (SIGTERM, resolves on exit); rejects, naming
+ * `what`, when the process ends before that line.
+ */
+async function serverOnLoopback(proc: ChildProcess, what: string): Promise<{ url: string; proc: ChildProcess; stop: () => Promise<void> }> {
   const port = await new Promise<number>((ok, fail) => {
     createInterface({ input: proc.stdout! }).once('line', (l) => ok((JSON.parse(l) as { port: number }).port));
-    proc.once('exit', (c) => fail(new Error(`the bare HTTP server exited with code ${c} before listening`)));
+    proc.once('exit', (c) => fail(new Error(`${what} exited with code ${c} before listening`)));
   });
   const stop = () =>
     new Promise<void>((done) => {
@@ -48,18 +56,7 @@ http.createServer((req, res) => {
  */
 export async function startBarePoolServer(): Promise<{ url: string; proc: ChildProcess; stop: () => Promise<void> }> {
   const main = resolve(__dirname, 'sandbox.bare-pool.main.ts');
-  const proc = spawn(process.execPath, ['--import', 'tsx', main], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<number>((ok, fail) => {
-    createInterface({ input: proc.stdout! }).once('line', (l) => ok((JSON.parse(l) as { port: number }).port));
-    proc.once('exit', (c) => fail(new Error(`the bare pool server exited with code ${c} before listening`)));
-  });
-  const stop = () =>
-    new Promise<void>((done) => {
-      if (proc.exitCode !== null) return done();
-      proc.once('exit', () => done());
-      proc.kill('SIGTERM');
-    });
-  return { url: `http://127.0.0.1:${port}`, proc, stop };
+  return serverOnLoopback(spawn(process.execPath, ['--import', 'tsx', main], { stdio: ['ignore', 'pipe', 'inherit'] }), 'the bare pool server');
 }
 
 /**
