@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RstarEvent } from '@rstar/contracts';
-import { chainHash, EventStore } from '@rstar/event-store';
+import { EventStore } from '@rstar/event-store';
 import { EventSigner, generateSecrets, producersOf, securityFromEnv, type GeneratedSecrets, type Principal } from '@rstar/security';
 import { generateSyntheticRun } from '@rstar/testing';
 import { checkArchiveIntegrity, formatIntegrity } from './archive.integrity';
@@ -39,29 +39,20 @@ describe('archive integrity: a run verified with trusted keys must be signed, ch
       await c.end();
     }
   };
-  /** Archive a small run signed by its producers, with the archiver's sealed checkpoint (or, `ended: false`, an unsealed one and no end). */
-  const archive = async (runId: string, o: { ended: boolean } = { ended: true }): Promise<RstarEvent[]> => {
+  /**
+   * Archive a small run, by default signed by its producers and with the archiver's sealed checkpoint (or,
+   * `ended: false`, an unsealed one and no end). `signed: false, checkpoint: false` archives what an owner
+   * leaves after stripping every signature, recomputing the chain and deleting the checkpoints: unsigned
+   * events under a valid chain, no checkpoint (tamper-evidence.e2e does that rewrite on an archived run).
+   */
+  const archive = async (runId: string, o: { ended?: boolean; signed?: boolean; checkpoint?: boolean } = {}): Promise<RstarEvent[]> => {
+    const { ended = true, signed = true, checkpoint = true } = o;
     const generated = await generateSyntheticRun({ grade: createRegrader(), runId, seed: 7, steps: 1, promptsPerStep: 1, samples: 4, keep: 2, mode: 'weighted', responseChars: 20 });
-    const events = generated.filter((e) => o.ended || e.type !== 'RunCompleted').map((e) => signerOf(producersOf(e.type)[0]).sign([e])[0]);
+    const events = generated.filter((e) => ended || e.type !== 'RunCompleted').map((e) => (signed ? signerOf(producersOf(e.type)[0]).sign([e])[0] : e));
     await store.appendBatch(events);
-    await store.checkpoints.write(runId, o.ended, signerOf('control-plane'));
+    if (checkpoint) await store.checkpoints.write(runId, ended, signerOf('control-plane'));
     return events;
   };
-  /** Recompute a run's chain hashes from its rows as they are now, as someone who knows the algorithm would. */
-  const rechain = async (runId: string) => {
-    const rows = (await superuser(`SELECT id, type, version, run_id, stream_id, stream_position, data, meta FROM ${t} WHERE run_id = $1 ORDER BY stream_id, stream_position`, [runId])).rows;
-    let prev: Buffer | null = null;
-    let stream = '';
-    const updates: string[] = [];
-    for (const r of rows) {
-      if (r.stream_id !== stream) [stream, prev] = [r.stream_id, null];
-      const h: Buffer = chainHash(prev, { id: r.id, type: r.type, version: r.version, runId: r.run_id, streamId: r.stream_id, streamPosition: Number(r.stream_position), data: r.data, meta: r.meta });
-      updates.push(`UPDATE ${t} SET hash = '\\x${h.toString('hex')}'::bytea WHERE id = '${r.id}';`);
-      prev = h;
-    }
-    await superuser(`BEGIN; SET LOCAL rstar.migrating = 'on'; ${updates.join(' ')} COMMIT;`);
-  };
-  const deleteCheckpoints = (runId: string) => superuser(`BEGIN; SET LOCAL rstar.migrating = 'on'; DELETE FROM "${schema}".chain_checkpoints WHERE run_id = '${runId}'; COMMIT;`);
 
   beforeAll(async () => {
     secrets = generateSecrets({ outDir: join(dir, 'secrets') });
@@ -85,10 +76,7 @@ describe('archive integrity: a run verified with trusted keys must be signed, ch
 
   it('every signature stripped, the chain recomputed and the checkpoints deleted: unsigned events, no seal and no checkpoint are each named', async () => {
     const runId = 'run-stripped';
-    const events = await archive(runId);
-    await superuser(`BEGIN; SET LOCAL rstar.migrating = 'on'; UPDATE ${t} SET meta = meta - 'signature' WHERE run_id = '${runId}'; COMMIT;`);
-    await rechain(runId);
-    await deleteCheckpoints(runId);
+    const events = await archive(runId, { signed: false, checkpoint: false });
     const r = await checkArchiveIntegrity(store, runId, { trustedKeysFile });
     expect(r.chain.ok).toBe(true);
     expect(r.ok).toBe(false);
@@ -103,10 +91,7 @@ describe('archive integrity: a run verified with trusted keys must be signed, ch
 
   it('every signature stripped and the checkpoints replaced by an unsigned seal: each checkpoint is named', async () => {
     const runId = 'run-reseal';
-    await archive(runId);
-    await superuser(`BEGIN; SET LOCAL rstar.migrating = 'on'; UPDATE ${t} SET meta = meta - 'signature' WHERE run_id = '${runId}'; COMMIT;`);
-    await rechain(runId);
-    await deleteCheckpoints(runId);
+    await archive(runId, { signed: false, checkpoint: false });
     await store.checkpoints.write(runId, true, null);
     const r = await checkArchiveIntegrity(store, runId, { trustedKeysFile });
     expect(r.chain.ok).toBe(true);
