@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
-import { relative, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
-import { SUITE_WEIGHTS_S } from './suite-weights.mts';
+import { heaviestFirst } from './support/suite-order.mts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 /** Where the warm-up process writes its output (one line when it is done, the error when it failed). */
@@ -15,17 +15,6 @@ function needsSftCheckpoint(spec: TestSpecification): boolean {
   } catch {
     return false;
   }
-}
-
-/**
- * `files` with the ones of known weight (test/suite-weights.mts) first, heaviest first, the rest after them in
- * their given order. Longest-first is the classic list-scheduling rule (Graham, 1969: within 4/3 of the best
- * makespan): the last file to start is a short one, so no worker runs a long file alone at the end.
- */
-export function heaviestFirst(files: TestSpecification[]): TestSpecification[] {
-  const weight = (f: TestSpecification) => SUITE_WEIGHTS_S[relative(ROOT, f.moduleId).split('\\').join('/')] ?? 0;
-  // Array.prototype.sort is stable, so equal weights (every unlisted file) keep vitest's order.
-  return [...files].sort((a, b) => weight(b) - weight(a));
 }
 
 let warmup: ChildProcess | null = null;
@@ -68,7 +57,7 @@ function startSftWarmup(): void {
  */
 export class SftWarmupSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
-    const sorted = heaviestFirst(await super.sort(files));
+    const sorted = heaviestFirst(await super.sort(files), ROOT);
     const late = sorted.filter(needsSftCheckpoint);
     if (late.length === 0) return sorted;
     startSftWarmup();

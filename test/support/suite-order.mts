@@ -1,3 +1,5 @@
+import { relative } from 'node:path';
+
 /**
  * Seconds each long spec file took inside a full `.ci/run` on 2 cores (fresh clone of b1092bd, 2026-12-03,
  * the CI log's per-file times). Only the order of the run uses them: vitest knows durations only from its
@@ -38,3 +40,15 @@ export const SUITE_WEIGHTS_S: Readonly<Record<string, number>> = {
   'test/e2e/ablation-roc.e2e.spec.ts': 35,
   'test/e2e/train-standalone.e2e.spec.ts': 27,
 };
+
+/**
+ * `files` with the ones of known weight ({@link SUITE_WEIGHTS_S}) first, heaviest first, the rest after them in
+ * their given order. Longest-first is the classic list-scheduling rule (Graham, 1969: within 4/3 of the best
+ * makespan): the last file to start is a short one, so no worker runs a long file alone at the end. `root`: the
+ * repository root the weights' paths are relative to.
+ */
+export function heaviestFirst<T extends { moduleId: string }>(files: T[], root: string): T[] {
+  const weight = (f: T) => SUITE_WEIGHTS_S[relative(root, f.moduleId).split('\\').join('/')] ?? 0;
+  // Array.prototype.sort is stable, so equal weights (every unlisted file) keep vitest's order.
+  return [...files].sort((a, b) => weight(b) - weight(a));
+}
