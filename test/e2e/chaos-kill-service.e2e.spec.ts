@@ -16,8 +16,11 @@ import { archiveCaughtUp } from '../support/archive-caught-up';
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
 // A small SFT checkpoint, trained once by the test support and cached under .rstar/cache (never committed).
 let FIXTURE_CKPT = '';
+// Two steps, so a kill can land between them (the optimizer, the first weight update) and the restarted
+// service must serve step 2; two groups a step keep work in flight at every kill point (16 rollouts a run,
+// 32 before: seven runs of this file, for no property more).
 const STEPS = 2;
-const PROMPTS = 4;
+const PROMPTS = 2;
 const GROUP = 2;
 const OVERSAMPLE = 2;
 
