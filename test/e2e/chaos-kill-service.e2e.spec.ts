@@ -16,8 +16,11 @@ import { archiveCaughtUp } from '../support/archive-caught-up';
 const PG_URL = process.env.RSTAR_TEST_DATABASE_URL ?? 'postgres://rstar:rstar@127.0.0.1:5432/rstar_test';
 // A small SFT checkpoint, trained once by the test support and cached under .rstar/cache (never committed).
 let FIXTURE_CKPT = '';
+// Two steps, so a kill can land between them (the optimizer, the first weight update) and the restarted
+// service must serve step 2; two groups a step keep work in flight at every kill point (16 rollouts a run,
+// 32 before: seven runs of this file, for no property more).
 const STEPS = 2;
-const PROMPTS = 4;
+const PROMPTS = 2;
 const GROUP = 2;
 const OVERSAMPLE = 2;
 
@@ -42,6 +45,10 @@ const VICTIMS: Array<{ svc: Svc; after: EventType }> = [
 // A restarted service gets back what the dead process held unacked once its ack wait runs out; the
 // services' defaults (30 s) are shortened here so the whole file stays well within its time budget.
 const ACK_WAIT_MS = '5000';
+// The same for what a killed tool-execution, reward-grading or optimization held (90 s, 30 s and 60 s by
+// default). Their live handlers heartbeat, but messages a client pulled and has not started yet do not: 10 s
+// leaves those room to wait for a slot on a loaded machine without being delivered twice.
+const STAGE_ACK_WAIT_MS = '10000';
 
 // SIGKILL any one service mid-run, restart it, and the run completes with no event
 // lost or doubled. Every service is a real child process (its own main.ts) on a private nats-server and a
@@ -67,10 +74,10 @@ describe('chaos: SIGKILL one service mid-run and restart it', () => {
     const engines = `builtin=${engine.url}`;
     const env: Record<Svc, Record<string, string>> = {
       'control-plane': { RSTAR_ARCHIVER_ACK_WAIT_MS: ACK_WAIT_MS },
-      'tool-execution': { RSTAR_SANDBOX_WORKERS: '1' },
-      'reward-grading': { RSTAR_GRADER_SANDBOX_WORKERS: '1' },
+      'tool-execution': { RSTAR_SANDBOX_WORKERS: '1', RSTAR_ACK_WAIT_MS: STAGE_ACK_WAIT_MS },
+      'reward-grading': { RSTAR_GRADER_SANDBOX_WORKERS: '1', RSTAR_ACK_WAIT_MS: STAGE_ACK_WAIT_MS },
       resampling: {},
-      optimization: { RSTAR_ENGINES: engines, RSTAR_CHECKPOINT_DIR: ckptDir },
+      optimization: { RSTAR_ENGINES: engines, RSTAR_CHECKPOINT_DIR: ckptDir, RSTAR_RUNS_ACK_WAIT_MS: STAGE_ACK_WAIT_MS },
       // A fixed instance id: the restart resumes the dead instance's tool-result and policy durables.
       'policy-serving': { RSTAR_ENGINES: engines, RSTAR_COMPACT_PROMPT: '1', RSTAR_INSTANCE_ID: 'chaos-0', RSTAR_ACK_WAIT_MS: ACK_WAIT_MS },
     };

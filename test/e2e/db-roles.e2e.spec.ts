@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,11 +22,19 @@ const TOPIC = 'rstar.db-roles';
  * Run the real CLI; resolves with its exit code and output. A wide bound: the CLI starts under tsx, and on
  * a 2-core machine at load 24 `db roles` took 70 s (180 s was once too little while Kafka started beside it).
  */
-function cli(args: string[]): { status: number | null; out: string } {
-  const r = spawnSync(join(REPO_ROOT, 'node_modules/.bin/tsx'), ['libs/cli/src/main.ts', ...args], {
-    cwd: REPO_ROOT, encoding: 'utf8', timeout: 480_000, env: { ...process.env, RSTAR_LOG_LEVEL: 'warn' },
+function cli(args: string[]): Promise<{ status: number | null; out: string }> {
+  // Asynchronous, so the test's own work (starting Kafka, the services) goes on while the CLI starts.
+  const child = spawn(join(REPO_ROOT, 'node_modules/.bin/tsx'), ['libs/cli/src/main.ts', ...args], {
+    cwd: REPO_ROOT, env: { ...process.env, RSTAR_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'],
   });
-  return { status: r.status, out: `${r.stdout}${r.stderr}` };
+  let out = '';
+  child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr!.on('data', (b: Buffer) => (out += b.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 480_000);
+  return new Promise((res) => {
+    child.once('error', (e) => (clearTimeout(timer), res({ status: null, out: `${out}${e.message}` })));
+    child.once('close', (code) => (clearTimeout(timer), res({ status: code, out })));
+  });
 }
 
 async function sql(url: string, text: string, params: unknown[] = []): Promise<any[]> {
@@ -72,12 +80,20 @@ describe.skipIf(!version)('rstar db roles: each service starts with the URL prin
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'rstar-dbroles-'));
     secrets = generateSecrets({ outDir: join(dir, 'secrets') });
-    [nats, kafka] = await Promise.all([startNatsServer({ config: secrets.natsAuthConfig }), noKafka ? undefined : startKafkaBroker()]);
-    await connectAs('control-plane');
-    db = await createPrivateDatabase(PG_URL, `dbroles_${process.pid}_${Date.now()}`);
     const file = join(dir, 'db-urls.txt');
-    const made = cli(['db', 'roles', '--database', db.url, '--prefix', prefix, '--passwords-out', file]);
-    expect(made.status, made.out).toBe(0);
+    // `db roles` needs only the database: it runs while NATS and Kafka start.
+    const roles = (async () => {
+      db = await createPrivateDatabase(PG_URL, `dbroles_${process.pid}_${Date.now()}`);
+      return cli(['db', 'roles', '--database', db.url, '--prefix', prefix, '--passwords-out', file]);
+    })();
+    const servers = Promise.all([startNatsServer({ config: secrets.natsAuthConfig }), noKafka ? undefined : startKafkaBroker()]);
+    // Both settle before either is looked at, so a failure of one never leaves the other running unseen.
+    const [made, started] = await Promise.allSettled([roles, servers]);
+    if (started.status === 'fulfilled') [nats, kafka] = started.value;
+    if (started.status === 'rejected') throw started.reason;
+    if (made.status === 'rejected') throw made.reason;
+    await connectAs('control-plane');
+    expect(made.value.status, made.value.out).toBe(0);
     urls = Object.fromEntries(readFileSync(file, 'utf8').trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
   }, 600_000);
   afterAll(async () => {
@@ -107,12 +123,15 @@ describe.skipIf(!version)('rstar db roles: each service starts with the URL prin
       optimization: { RSTAR_ENGINES: 'builtin=http://127.0.0.1:9', RSTAR_CHECKPOINT_DIR: join(dir, 'ckpt') },
       'control-plane': kafka ? { RSTAR_KAFKA_BROKERS: kafka.broker, RSTAR_KAFKA_TOPIC: TOPIC, RSTAR_KAFKA_PARTITIONS: '1' } : {},
     };
+    // Migrations run as the migration role (nothing pending here), and not as a service's: checked at the end,
+    // the CLI starting meanwhile.
+    const migrated = cli(['db', 'migrate', '--database', urls.owner]);
     for (const [p, login] of [['control-plane', 'control_plane'], ['resampling', 'resampling'], ['optimization', 'optimization']] as const) {
-      const svc = new ServiceProcess({ name: p, entry: `services/${p}/src/main.ts`, port: await freeLocalPort(), env: { ...env(p, login), ...extra[p] }, startTimeoutMs: 300_000 });
-      services.push(svc);
-      // start() resolves once /health/ready answers 200: Postgres (as this role), the read models and NATS are up.
-      await svc.start();
+      services.push(new ServiceProcess({ name: p, entry: `services/${p}/src/main.ts`, port: await freeLocalPort(), env: { ...env(p, login), ...extra[p] }, startTimeoutMs: 300_000 }));
     }
+    // start() resolves once /health/ready answers 200: Postgres (as this role), the read models and NATS are up.
+    // The three start at once: none needs another to be up (no service migrates, the run comes after).
+    await Promise.all(services.map((svc) => svc.start()));
     const runId = `run-${prefix}`;
     await (await connectAs('cli')).publish(sampleEvent('RunStarted', { runId, key: runId, producer: 'cli' }));
     // The control plane archives it (its role appends) and projects it (its role writes the read models).
@@ -159,9 +178,8 @@ describe.skipIf(!version)('rstar db roles: each service starts with the URL prin
     }
     expect((await sql(db.url, `SELECT count(*)::int AS n FROM rstar.events WHERE run_id = $1`, [runId]))[0].n).toBe(1);
 
-    // Migrations run as the migration role (nothing pending here), and not as a service's.
-    const migrated = cli(['db', 'migrate', '--database', urls.owner]);
-    expect(migrated.status, migrated.out).toBe(0);
-    expect(migrated.out).toMatch(/archive schema rstar is at migration \d+; read models in rstar_read and the Kafka export's table are current/);
+    const { status, out } = await migrated;
+    expect(status, out).toBe(0);
+    expect(out).toMatch(/archive schema rstar is at migration \d+; read models in rstar_read and the Kafka export's table are current/);
   }, 900_000);
 });

@@ -38,9 +38,41 @@ describe('fail closed: listen address and sandbox isolation', () => {
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   }, 60_000);
 
+  /** A folder with a bwrap first on PATH that fails the way it does where unprivileged user namespaces are off. */
+  let noBwrap: string | undefined;
+  const noBwrapDir = (): string => {
+    if (noBwrap) return noBwrap;
+    const bin = mkdtempSync(join(tmpdir(), 'rstar-no-bwrap-'));
+    dirs.push(bin);
+    writeFileSync(join(bin, 'bwrap'), '#!/bin/sh\necho "bwrap: No permissions to create new namespace" >&2\nexit 1\n');
+    chmodSync(join(bin, 'bwrap'), 0o755);
+    return (noBwrap = bin);
+  };
+  /**
+   * One tool-execution two tests share (started by whichever runs first, stopped after the file): no API
+   * tokens, HOST empty (the default address), sandbox isolation `none` said explicitly, with the failing bwrap
+   * first on PATH (which `none` never runs). The default-address test reads its listening line; the bubblewrap
+   * test, its readiness.
+   */
+  let plainSvc: Promise<ServiceProcess> | undefined;
+  const plain = (): Promise<ServiceProcess> =>
+    (plainSvc ??= (async () => {
+      const env = { RSTAR_NATS_URL: 'off', RSTAR_SANDBOX_WORKERS: '1', RSTAR_PYTHON: PYTHON, HOST: '', PATH: `${noBwrapDir()}:${process.env.PATH}`, RSTAR_SANDBOX_ISOLATION: 'none' };
+      const svc = new ServiceProcess({ name: 'tool-execution', entry: 'services/tool-execution/src/main.ts', port: await freeLocalPort(), env });
+      stops.push(() => svc.stop());
+      await svc.start();
+      return svc;
+    })());
+
   it('HOST=0.0.0.0 without tokens refuses to start naming HOST and the fix; RSTAR_ALLOW_INSECURE=true starts it, logged loudly, and the log says the address really bound', async () => {
     const base = { RSTAR_NATS_URL: 'off', RSTAR_SANDBOX_WORKERS: '1', RSTAR_PYTHON: PYTHON, RSTAR_API_TOKENS: '', RSTAR_SECRETS_DIR: '' };
     const refused = new ServiceProcess({ name: 'tool-execution', entry: 'services/tool-execution/src/main.ts', port: await freeLocalPort(), env: { ...base, HOST: '0.0.0.0' } });
+    // The two processes are independent (own ports): the insecure one starts while the refused one boots and exits.
+    const port = await freeLocalPort();
+    const open = new ServiceProcess({ name: 'tool-execution', entry: 'services/tool-execution/src/main.ts', port, waitFor: 'live', env: { ...base, HOST: '0.0.0.0', RSTAR_ALLOW_INSECURE: 'true' } });
+    stops.push(() => open.stop());
+    const opening = open.start();
+    opening.catch(() => undefined);
     expect(await refused.runUntilExit()).toBe(2);
     const err = refused.output.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((l) => l.level === 'error');
     expect(err, refused.output).toMatchObject({ field: 'HOST' });
@@ -48,10 +80,7 @@ describe('fail closed: listen address and sandbox isolation', () => {
     expect(err.msg).toMatch(/RSTAR_API_TOKENS_FILE/);
     expect(err.msg).toMatch(/RSTAR_ALLOW_INSECURE=true/);
 
-    const port = await freeLocalPort();
-    const open = new ServiceProcess({ name: 'tool-execution', entry: 'services/tool-execution/src/main.ts', port, waitFor: 'live', env: { ...base, HOST: '0.0.0.0', RSTAR_ALLOW_INSECURE: 'true' } });
-    await open.start();
-    stops.push(() => open.stop());
+    await opening;
     await until(async () => open.output.includes('"event":"listening"'), 'the listening line', { timeoutMs: 30_000 });
     expect(open.output).toMatch(/"level":"error".*INSECURE: tool-execution listens on 0\.0\.0\.0 with HTTP authentication off/);
     expect(listeningLine(open.output).address).toBe(`0.0.0.0:${port}`);
@@ -107,22 +136,18 @@ describe('fail closed: listen address and sandbox isolation', () => {
   }, 180_000);
 
   it('listens on 127.0.0.1 by default and says so', async () => {
-    const port = await freeLocalPort();
-    const svc = new ServiceProcess({ name: 'tool-execution', entry: 'services/tool-execution/src/main.ts', port, waitFor: 'live', env: { RSTAR_NATS_URL: 'off', RSTAR_SANDBOX_WORKERS: '1', RSTAR_PYTHON: PYTHON, HOST: '' } });
-    await svc.start();
-    stops.push(() => svc.stop());
+    const svc = await plain();
+    const port = svc.opts.port;
     await until(async () => svc.output.includes('"event":"listening"'), 'the listening line', { timeoutMs: 30_000 });
     expect(listeningLine(svc.output)).toMatchObject({ address: `127.0.0.1:${port}`, url: `http://127.0.0.1:${port}` });
-    await svc.stop();
   }, 180_000);
 
   it('tool-execution without a usable bubblewrap is not ready, says why, and runs no program; RSTAR_SANDBOX_ISOLATION=none is the explicit way round', async () => {
     // A bwrap that fails the way it does where unprivileged user namespaces are off, first on PATH.
-    const bin = mkdtempSync(join(tmpdir(), 'rstar-no-bwrap-'));
-    dirs.push(bin);
-    writeFileSync(join(bin, 'bwrap'), '#!/bin/sh\necho "bwrap: No permissions to create new namespace" >&2\nexit 1\n');
-    chmodSync(join(bin, 'bwrap'), 0o755);
-    const env = { RSTAR_NATS_URL: 'off', RSTAR_SANDBOX_WORKERS: '1', RSTAR_PYTHON: PYTHON, PATH: `${bin}:${process.env.PATH}` };
+    const env = { RSTAR_NATS_URL: 'off', RSTAR_SANDBOX_WORKERS: '1', RSTAR_PYTHON: PYTHON, PATH: `${noBwrapDir()}:${process.env.PATH}` };
+    // The explicit way round (RSTAR_SANDBOX_ISOLATION=none, same PATH) starts while the other one does.
+    const none = plain();
+    none.catch(() => undefined);
     const port = await freeLocalPort();
     const svc = new ServiceProcess({ name: 'tool-execution', entry: 'services/tool-execution/src/main.ts', port, waitFor: 'live', env });
     await svc.start();
@@ -139,10 +164,6 @@ describe('fail closed: listen address and sandbox isolation', () => {
     expect(result.status).toBe('sandbox_error');
     await svc.stop();
 
-    const none = new ServiceProcess({ name: 'tool-execution', entry: 'services/tool-execution/src/main.ts', port: await freeLocalPort(), env: { ...env, RSTAR_SANDBOX_ISOLATION: 'none' } });
-    await none.start();
-    stops.push(() => none.stop());
-    expect((await ready(none.opts.port)).body.info.sandbox).toMatchObject({ status: 'up', isolation: 'none' });
-    await none.stop();
+    expect((await ready((await none).opts.port)).body.info.sandbox).toMatchObject({ status: 'up', isolation: 'none' });
   }, 240_000);
 });

@@ -10,3 +10,5 @@ export * from './bus.errors';
 export * from './service.env';
 export * from './nats-security.options';
 export * from './trace.propagation';
+export * from './heartbeat';
+export * from './pull.expires';

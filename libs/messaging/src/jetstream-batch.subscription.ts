@@ -3,6 +3,7 @@ import type { RstarEvent } from '@rstar/contracts';
 import type { EventVerifier } from '@rstar/security';
 import type { BatchSubscribeOptions, Subscription } from './bus.port';
 import { backoffDelay } from './backoff';
+import { PULL_EXPIRES_MS } from './pull.expires';
 import { admitEvent } from './admission';
 import { parsePayload } from './delivery';
 import type { Logger } from '@rstar/telemetry';
@@ -65,7 +66,7 @@ export class JetStreamBatchSubscription implements Subscription {
 
   /** Start pulling (`pull` messages per request, refilled at the client's default threshold). */
   async start(): Promise<void> {
-    this.messages = await this.consumer.consume({ max_messages: this.pull, callback: (m) => this.onMessage(m) });
+    this.messages = await this.consumer.consume({ max_messages: this.pull, expires: PULL_EXPIRES_MS, callback: (m) => this.onMessage(m) });
     this.done = this.messages.closed().then(
       () => undefined,
       (e) => this.bus.log.error('batch consumer stopped', { consumer: this.opts.durable, err: e }),

@@ -18,6 +18,7 @@ import type { BatchSubscribeOptions, BatchSubscriber, EventBus, RawPublisher, Su
 import { JetStreamBatchSubscription } from './jetstream-batch.subscription';
 import { JetStreamPublisher } from './jetstream.publisher';
 import { backoffDelay, delay } from './backoff';
+import { PULL_EXPIRES_MS } from './pull.expires';
 import { deadLetterEvent, deliver, logDeadLetter } from './delivery';
 import { busSubjectOf, toBusSubject, toContractSubject } from './subjects';
 import { BusClosedError } from './in-process.bus';
@@ -227,7 +228,7 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
     const concurrency = Math.max(1, opts.concurrency ?? 16);
     await this.ensureConsumer(opts.durable, filter, opts.from, opts.ackWaitMs, Math.max(concurrency * 2, 256));
     const consumer = await this.js.consumers.get(this.stream, opts.durable);
-    const messages = await consumer.consume({ max_messages: Math.min(concurrency * 2, 1024) });
+    const messages = await consumer.consume({ max_messages: Math.min(concurrency * 2, 1024), expires: PULL_EXPIRES_MS });
     const sub = new JetStreamSubscription(this, opts, messages, concurrency);
     this.subs.add(sub);
     sub.run().finally(() => this.subs.delete(sub));
@@ -309,8 +310,10 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
    * called (its ack floor reached the stream's last sequence). A reader that rebuilds state from the
    * archive calls it with the archiver's durable first: events its own consumer acked before a restart
    * may still be on their way to Postgres (an archiver behind after a Postgres restart), and reading
-   * before they land would lose them. Polls with backoff (250 ms doubling to 5 s) while the consumer is
-   * behind, missing, or the cluster cannot answer; `onWait` is called on each wait with the reason.
+   * before they land would lose them. Polls with backoff (250 ms doubling to 1 s: two small JetStream API
+   * requests a second at most, and a reader resumes within a second of the archiver catching up, where a 5 s
+   * cap made a restarted reader idle up to 5 s longer) while the consumer is behind, missing, or the cluster
+   * cannot answer; `onWait` is called on each wait with the reason.
    * With `resolveIfMissing`, a durable the stream does not have (the stream answered, the consumer is not
    * found) counts as caught up: no such consumer ever ran here, so nothing of it is on its way anywhere
    * (a reader started before the archiver's first start must not wait for it forever).
@@ -337,7 +340,7 @@ export class JetStreamBus implements EventBus, RawPublisher, BatchSubscriber {
       }
       if (opts.timeoutMs !== undefined && Date.now() - t0 > opts.timeoutMs) throw new BusWaitTimeoutError(`waited ${opts.timeoutMs} ms for ${reason}`);
       opts.onWait?.(reason);
-      await delay(backoffDelay(attempt, 250, 5_000));
+      await delay(backoffDelay(attempt, 250, 1_000));
     }
   }
 

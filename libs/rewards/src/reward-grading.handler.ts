@@ -1,6 +1,6 @@
 import { makeEvent, streams, type EventData, type RstarEvent } from '@rstar/contracts';
 import { gradeAsync, warmUp, type SymbolicBackend } from '@rstar/grader';
-import type { EventBus, Subscription } from '@rstar/messaging';
+import { withHeartbeat, type EventBus, type Subscription } from '@rstar/messaging';
 import { counter, histogram, inSpan } from '@rstar/telemetry';
 
 /** Options of {@link RewardGradingHandler}. */
@@ -13,6 +13,11 @@ export interface RewardGradingOptions {
   durable?: string;
   /** Rollouts graded at once (default 16). */
   concurrency?: number;
+  /**
+   * Ack wait of the consumer in ms (default 30 000): how long a killed instance's rollouts wait before another
+   * instance grades them. A grading in progress heartbeats every third of it.
+   */
+  ackWaitMs?: number;
 }
 
 const rewards = () => counter('rstar_rewards_total', 'Rewards assigned, by reward and deciding rule', ['reward', 'rule']);
@@ -60,11 +65,13 @@ export class RewardGradingHandler {
   async start(): Promise<void> {
     if (this.sub) return;
     warmUp();
+    const ackWaitMs = this.opts.ackWaitMs ?? 30_000;
     this.sub = await this.bus.subscribe({
       durable: this.opts.durable ?? 'reward-grading',
       types: ['RolloutCompleted'],
       concurrency: this.opts.concurrency ?? 16,
-      handler: async (ev) => this.onCompleted(ev),
+      ackWaitMs,
+      handler: async (ev, ctx) => withHeartbeat(ctx, ackWaitMs, () => this.onCompleted(ev)),
     });
   }
 

@@ -1,6 +1,6 @@
 import { InvalidRolloutRequestError, runRollout, type RolloutOptions, type RolloutResult, type Tokenizer, type TurnRecord } from '@rstar/agent';
 import { makeEvent, RstarError, streams, type RstarEvent } from '@rstar/contracts';
-import { PermanentError, TransientError, type EventBus, type Subscription } from '@rstar/messaging';
+import { PermanentError, TransientError, withHeartbeat, type EventBus, type Subscription } from '@rstar/messaging';
 import { counter, createLogger, histogram, inSpan, type Logger } from '@rstar/telemetry';
 import { BusToolExecutor } from './bus-tool.executor';
 import { EngineError, EngineResponseError, ReservationTooLargeError, WeightSyncError, checkLoadedWeights, type EnginePool } from '@rstar/engines';
@@ -238,7 +238,7 @@ export class PolicyServingHandler {
         types: ['ToolCallCompleted'],
         concurrency: Math.max(1024, concurrency * 16),
         ackWaitMs,
-        handler: async (ev, ctx) => this.heartbeat(ctx, ackWaitMs, () => this.onToolResult(ev)),
+        handler: async (ev, ctx) => withHeartbeat(ctx, ackWaitMs, () => this.onToolResult(ev)),
       }),
     );
     this.subs.push(
@@ -247,7 +247,7 @@ export class PolicyServingHandler {
         types: ['TurnGenerated'],
         concurrency: Math.max(1024, concurrency * 16),
         ackWaitMs,
-        handler: async (ev, ctx) => this.heartbeat(ctx, ackWaitMs, () => this.onTurnRecorded(ev)),
+        handler: async (ev, ctx) => withHeartbeat(ctx, ackWaitMs, () => this.onTurnRecorded(ev)),
       }),
     );
     this.subs.push(
@@ -257,7 +257,7 @@ export class PolicyServingHandler {
         // The newest update is held (see PolicyFollower): newer ones must still come through.
         concurrency: 16,
         ackWaitMs,
-        handler: async (ev, ctx) => this.heartbeat(ctx, ackWaitMs, () => this.onPolicyUpdated(ev)),
+        handler: async (ev, ctx) => withHeartbeat(ctx, ackWaitMs, () => this.onPolicyUpdated(ev)),
       }),
     );
     this.subs.push(
@@ -266,7 +266,7 @@ export class PolicyServingHandler {
         types: ['RolloutRequested'],
         concurrency,
         ackWaitMs,
-        handler: async (ev, ctx) => this.heartbeat(ctx, ackWaitMs, () => this.onRequested(ev, ctx.deliveryCount)),
+        handler: async (ev, ctx) => withHeartbeat(ctx, ackWaitMs, () => this.onRequested(ev, ctx.deliveryCount)),
       }),
     );
   }
@@ -284,16 +284,6 @@ export class PolicyServingHandler {
     await Promise.allSettled(subs.map((s) => s.drain()));
     this.opts.pool.close();
     for (const p of this.pools.values()) if (p !== this.opts.pool) p.close();
-  }
-
-  /** Run `work`, extending the message's ack deadline every third of `ackWaitMs` while it runs. */
-  private async heartbeat<T>(ctx: { working(): void }, ackWaitMs: number, work: () => Promise<T>): Promise<T> {
-    const beat = setInterval(() => ctx.working(), Math.max(100, Math.floor(ackWaitMs / 3)));
-    try {
-      return await work();
-    } finally {
-      clearInterval(beat);
-    }
   }
 
   private async onPolicyUpdated(ev: RstarEvent<'PolicyUpdated'>): Promise<void> {

@@ -8,7 +8,9 @@ import { pipelineDurables, waitForConsumers } from './pipeline.consumers';
  * distributed` (durable `optimization-runs`, one run at a time) and drives it with
  * {@link launchDistributedRun}. The message is acked only when the run has ended (the ack deadline is
  * extended meanwhile), so when the service is killed the run is redelivered to the next instance, which
- * resumes it from the archive. Before a run starts it waits until every stage's consumer exists. Standalone runs (`mode: standalone`) and reruns of a recorded step
+ * resumes it from the archive (after the `ackWaitMs` option; the live handler extends the
+ * deadline every third of it, so a short ack wait redelivers a dead instance's run sooner without redelivering a
+ * live one's). Before a run starts it waits until every stage's consumer exists. Standalone runs (`mode: standalone`) and reruns of a recorded step
  * (`rerunOf` set, from `rstar replay rerun`) are ignored.
  */
 export class RunStartConsumer {
@@ -35,21 +37,29 @@ export class RunStartConsumer {
        * up); awaited before a run is read from the archive, calling `working` while it waits.
        */
       archiveCaughtUp?: (working: () => void) => Promise<void>;
+      /**
+       * Ack deadline of a RunStarted in ms (default 60 000): how long after a killed instance's last heartbeat
+       * the next instance gets its run. The handler heartbeats every third of it while the run goes on.
+       */
+      ackWaitMs?: number;
     },
   ) {}
 
   async start(): Promise<void> {
+    const ackWaitMs = this.opts.ackWaitMs ?? 60_000;
     this.sub = await this.bus.subscribe({
       durable: this.opts.durable ?? 'optimization-runs',
       types: ['RunStarted'],
       concurrency: 1,
-      ackWaitMs: 60_000,
+      ackWaitMs,
       maxDeliver: 1_000,
       handler: async (ev, ctx) => {
         if (ev.data.mode !== 'distributed') return;
         // A `replay rerun` re-issues one recorded step's requests itself; driving it as a run would re-plan every step.
         if (ev.data.rerunOf) return;
         this.active = ev.runId;
+        // Every phase of a run (the archive read, SFT, a long step) keeps the message this instance's while it lives.
+        const beat = setInterval(() => ctx.working(), Math.max(100, Math.floor(ackWaitMs / 3)));
         try {
           // A stage that subscribes after the first RolloutRequested would start past it.
           await waitForConsumers(this.bus, this.opts.pipeline ?? pipelineDurables(), {
@@ -66,6 +76,7 @@ export class RunStartConsumer {
           });
           this.opts.log?.('run ended', { runId: ev.runId, steps: r?.steps ?? null });
         } finally {
+          clearInterval(beat);
           this.active = null;
         }
       },

@@ -1,5 +1,5 @@
 import { makeEvent, streams, toolCallCompletedData, type RstarEvent } from '@rstar/contracts';
-import { TransientError, type EventBus, type Subscription } from '@rstar/messaging';
+import { TransientError, withHeartbeat, type EventBus, type Subscription } from '@rstar/messaging';
 import type { SandboxPool } from '@rstar/sandbox';
 import { inSpan, SpanStatusCode } from '@rstar/telemetry';
 import { executeMeasured, type ToolExecutionMetrics } from './tool-execution.metrics';
@@ -14,6 +14,11 @@ export interface ToolExecutionHandlerOptions {
   metrics?: ToolExecutionMetrics;
   /** Characters kept per stream (default: the pool's, 1,000 per docs/design/protocol.md §3). */
   outputChars?: number;
+  /**
+   * Ack wait of the consumer in ms (default 90 000): how long a killed instance's calls wait before another
+   * instance gets them. A call in progress heartbeats every third of it, however long it queues or runs.
+   */
+  ackWaitMs?: number;
 }
 
 /**
@@ -34,12 +39,13 @@ export class ToolExecutionHandler {
 
   async start(): Promise<void> {
     if (this.sub) return;
+    const ackWaitMs = this.opts.ackWaitMs ?? 90_000;
     this.sub = await this.bus.subscribe({
       durable: this.opts.durable ?? 'tool-execution',
       types: ['ToolCallRequested'],
       concurrency: this.opts.concurrency ?? Math.max(2, this.pool.health().workers.total * 2),
-      ackWaitMs: 90_000,
-      handler: (ev) => this.handle(ev),
+      ackWaitMs,
+      handler: (ev, ctx) => withHeartbeat(ctx, ackWaitMs, () => this.handle(ev)),
     });
   }
 

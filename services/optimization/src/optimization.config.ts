@@ -13,7 +13,9 @@ export const OPTIMIZATION_PORT = 3005;
  * RSTAR_RUNS_DURABLE (consumer of RunStarted, default `optimization-runs`), RSTAR_TRAINER_URL (the trainer
  * worker of `trainer.kind: worker` runs, e.g. http://127.0.0.1:31000; optional) and RSTAR_BATCH_DIR (where
  * batch files for the worker go; the worker must read them at the same path; default
- * `<RSTAR_CHECKPOINT_DIR>/batches`).
+ * `<RSTAR_CHECKPOINT_DIR>/batches`), RSTAR_RUNS_ACK_WAIT_MS (how long after a killed instance's last heartbeat
+ * the next one gets its RunStarted and resumes the run; default 60000 ms, at least 1000; the live instance
+ * heartbeats every third of it).
  */
 export const optimizationEnv = baseServiceEnv(OPTIMIZATION_PORT).extend(storeEnv.shape).extend({
   RSTAR_ENGINES: z
@@ -24,6 +26,7 @@ export const optimizationEnv = baseServiceEnv(OPTIMIZATION_PORT).extend(storeEnv
   RSTAR_CHECKPOINT_DIR: z.string().min(1).default('runs').describe('a directory the engines can read, e.g. /checkpoints'),
   RSTAR_TRAINER_URL: z.string().url('must be the trainer worker\'s URL').optional().describe('the trainer worker, e.g. http://127.0.0.1:31000'),
   RSTAR_BATCH_DIR: z.string().min(1).optional().describe('a directory the trainer worker reads at the same path, e.g. /shared/batches'),
+  RSTAR_RUNS_ACK_WAIT_MS: z.coerce.number().int().min(1000).default(60_000).describe('milliseconds, e.g. 60000'),
   RSTAR_RUNS_DURABLE: z.string().regex(/^[A-Za-z0-9_-]+$/, 'must be letters, digits, "_" or "-"').default('optimization-runs').describe('a durable consumer name'),
 });
 

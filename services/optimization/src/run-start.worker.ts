@@ -32,6 +32,7 @@ export class RunStartWorker extends BackgroundWorker {
       engines: (config) => createEngines(runEngineSpecs(config.engines, this.cfg.get('RSTAR_ENGINES', { infer: true })), DEFAULT_RETRY, { apiKey: this.security.engineApiKey }),
       checkpointRoot: this.cfg.get('RSTAR_CHECKPOINT_DIR', { infer: true }),
       durable: this.cfg.get('RSTAR_RUNS_DURABLE', { infer: true }),
+      ackWaitMs: this.cfg.get('RSTAR_RUNS_ACK_WAIT_MS', { infer: true }),
       trainerUrl: this.cfg.get('RSTAR_TRAINER_URL', { infer: true }),
       batchDir: this.cfg.get('RSTAR_BATCH_DIR', { infer: true }),
       // A run resumes from the archive: first let control-plane's archiver (durable `archiver`) store what

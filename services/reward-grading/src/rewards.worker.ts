@@ -47,6 +47,7 @@ export class RewardsWorker extends BackgroundWorker {
       symbolic: new SympySandboxBackend(this.sympy.pool),
       timeoutMs: this.cfg.get('RSTAR_GRADER_SYMBOLIC_TIMEOUT_MS', { infer: true }),
       durable: this.cfg.get('RSTAR_GRADER_DURABLE', { infer: true }),
+      ackWaitMs: this.cfg.get('RSTAR_ACK_WAIT_MS', { infer: true }),
     });
     await handler.start();
     return handler;

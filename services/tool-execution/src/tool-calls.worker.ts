@@ -29,7 +29,7 @@ export class ToolCallsWorker extends BackgroundWorker {
     // No tool call is taken while the pool cannot run programs isolated (it stays queued on the bus).
     await this.lifecycle.whenRunning();
     const bus = await this.bus.ready();
-    const handler = new ToolExecutionHandler(bus, this.pool, { metrics: this.metrics, durable: this.cfg.get('RSTAR_TOOL_DURABLE', { infer: true }) });
+    const handler = new ToolExecutionHandler(bus, this.pool, { metrics: this.metrics, durable: this.cfg.get('RSTAR_TOOL_DURABLE', { infer: true }), ackWaitMs: this.cfg.get('RSTAR_ACK_WAIT_MS', { infer: true }) });
     await handler.start();
     const responder = new NatsExecuteResponder(bus.nc, this.pool, { subject: this.cfg.get('RSTAR_TOOL_EXECUTE_SUBJECT', { infer: true }), metrics: this.metrics });
     responder.start();

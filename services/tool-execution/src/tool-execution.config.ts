@@ -21,7 +21,8 @@ export const TOOL_EXECUTION_PORT = 3002;
  * (`bwrap`, the default, or an explicit `none`), RSTAR_PYTHON (the
  * interpreter; default `.venv/bin/python`), RSTAR_TOOL_EXECUTE_SUBJECT (NATS request/reply subject,
  * default `tool.execute`), RSTAR_TOOL_DURABLE (the JetStream consumer of ToolCallRequested, default
- * `tool-execution`), RSTAR_HTTP_BODY_LIMIT_BYTES (largest request body, default
+ * `tool-execution`), RSTAR_ACK_WAIT_MS (that consumer's ack wait: how long a killed instance's calls wait before
+ * another instance gets them, default 90000; a call in progress heartbeats every third of it), RSTAR_HTTP_BODY_LIMIT_BYTES (largest request body, default
  * {@link TOOL_EXECUTION_BODY_LIMIT_BYTES}, 35 MiB; larger ones get a 413 `invalid_request` naming it), and
  * the drop-in routes' defaults, taken from the systems they replace: RSTAR_SANDBOX_FUSION_TIMEOUT_MS
  * (`/run_code` without `run_timeout`, default 10000 as SandboxFusion), RSTAR_CODE_JUDGE_TIMEOUT_MS
@@ -42,6 +43,7 @@ export const toolExecutionEnv = baseServiceEnv(TOOL_EXECUTION_PORT).extend({
   RSTAR_SANDBOX_FUSION_TIMEOUT_MS: intVar(SANDBOX_FUSION_DEFAULT_TIMEOUT_MS, 100, 'milliseconds, e.g. 10000'),
   RSTAR_CODE_JUDGE_TIMEOUT_MS: intVar(CODE_JUDGE_DEFAULT_TIMEOUT_MS, 100, 'milliseconds, e.g. 10000'),
   RSTAR_DROP_IN_OUTPUT_CHARS: intVar(COMPAT_OUTPUT_CHARS, 64, 'characters per stream, e.g. 1048576'),
+  RSTAR_ACK_WAIT_MS: intVar(90_000, 1000, 'milliseconds, e.g. 90000'),
   RSTAR_TOOL_DURABLE: z.string().regex(/^[A-Za-z0-9_-]+$/, 'must be letters, digits, "_" or "-"').default('tool-execution').describe('a durable consumer name'),
 });
 
