@@ -35,7 +35,7 @@ def test_checkpoint_policy_is_validated_with_named_fields():
         assert e.value.field == field
 
 
-def test_sigkill_between_sharded_checkpoints_replays_and_keeps_last_two(tiny_model, tmp_path):
+def test_sigkill_between_sharded_checkpoints_replays_and_keeps_last_two(tiny_model, trainer, tmp_path):
     batches = [(str(tmp_path / f"b{i}.safetensors"), random_sequences(4, 10, 20, 500, seed=30 + i)) for i in range(STEPS)]
     hashes = [write_batch(p, s, RUN, i, i) for i, (p, s) in enumerate(batches)]
 
@@ -43,14 +43,11 @@ def test_sigkill_between_sharded_checkpoints_replays_and_keeps_last_two(tiny_mod
         return {"batchUri": batches[i][0], "batchHash": hashes[i], "policyVersion": i, "optimizer": {"lr": 1e-2},
                 "checkpoints": {**POLICY, "final": i == STEPS - 1}}
 
-    ref = serve_trainer(tiny_model, tmp_path / "ref")
-    try:
-        for i in range(STEPS):
-            assert http("PUT", f"{ref.url}/v1/runs/{RUN}/steps/{i}", body(i))[0] == 202
-            assert wait_result(ref.url, RUN, i)[0] == 200
-        want = [wait_result(ref.url, RUN, i)[1]["checkpoint"]["hash"] for i in range(STEPS)]
-    finally:
-        ref.stop()
+    # Reference: the same steps, never interrupted, on the session's worker (conftest).
+    for i in range(STEPS):
+        assert http("PUT", f"{trainer.url}/v1/runs/{RUN}/steps/{i}", body(i))[0] == 202
+        assert wait_result(trainer.url, RUN, i)[0] == 200
+    want = [wait_result(trainer.url, RUN, i)[1]["checkpoint"]["hash"] for i in range(STEPS)]
 
     state, hold = tmp_path / "state", tmp_path / "hold"
     hold.mkdir()
