@@ -2,11 +2,11 @@
 really dropped (parameters on ``meta``) and read back from the loaded checkpoint, generation and weight
 loads are refused while released, and after resuming the engine samples exactly as before."""
 
-from conftest import Proc, generate, http, py
+from conftest import generate, http
 
 
-def test_release_refuses_generation_and_resume_restores_the_same_model(tiny_model):
-    p = Proc(py("rstar_trainer.engine", "serve", "--model", tiny_model, "--port", "0", "--kv-capacity-tokens", "4096", "--threads", "1")).wait_listening()
+def test_release_refuses_generation_and_resume_restores_the_same_model(tiny_model, engine):
+    p = engine  # the session's engine (conftest), serving the base model; left as it was found
     try:
         ids = [5, 17, 42, 99, 3]
         s, before = generate(p.url, ids, max_new=12, seed=7)
@@ -53,4 +53,7 @@ def test_release_refuses_generation_and_resume_restores_the_same_model(tiny_mode
         s, again = generate(p.url, ids, max_new=12, seed=7)
         assert s == 200 and again["output_ids"] == before["output_ids"] and again["meta_info"]["weight_version"] == "1"
     finally:
-        p.stop()
+        # Back to the state the other tests expect: everything resumed, the base model as version "default".
+        http("POST", f"{p.url}/resume_memory_occupation", {})
+        s, r = http("POST", f"{p.url}/update_weights_from_disk", {"model_path": tiny_model, "weight_version": "default"})
+        assert s == 200 and r["success"], r

@@ -1,7 +1,12 @@
 """FSDP2 (``fully_shard``) across two torchrun "nodes" on loopback (``--nnodes 2 --rdzv-backend c10d``,
 one gloo process each): the same step gives the same loss, metrics and weights as one process, the
 global rank 0 serves HTTP (and /metrics) and the other node's rank follows it; one process resumes the
-two ranks' run (checkpoint + sharded AdamW state) to the same weights as an uninterrupted one."""
+two ranks' run (checkpoint + sharded AdamW state) to the same weights as an uninterrupted one.
+
+Starting a two-node cluster (two torchrun agents, two ranks: four processes importing torch) is most of
+this module's time, so one cluster does the work of every test here and one single process and one
+resumed process serve both runs (``fsdp``: checkpoint + sharded AdamW state; ``dcp``: sharded
+checkpoints every step); the tests then check what each run gave."""
 
 import os
 import socket
@@ -11,7 +16,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from concurrent.futures import ThreadPoolExecutor
+
 from conftest import Proc, http, py, random_sequences, wait_result, write_batch
+
+pytestmark = pytest.mark.skipif(not torch.distributed.is_gloo_available(), reason="this torch build has no gloo backend")
 
 # Two updates of three sequences; AdamW's eps raised so that weights whose gradient is ~0 (where summation
 # order alone decides the sign) move by at most lr * 1e-2, well inside the 1e-5 tolerance.
@@ -24,8 +33,12 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _step(url, run, path, h, step=0):
-    s, _ = http("PUT", f"{url}/v1/runs/{run}/steps/{step}", {"batchUri": path, "batchHash": h, "policyVersion": step, **BODY})
+# The ``dcp`` run's policy: a sharded checkpoint (fp32 model and AdamW, DCP) after every step.
+CK = {"checkpoints": {"every": 1}}
+
+
+def _step(url, run, path, h, step=0, extra=None):
+    s, _ = http("PUT", f"{url}/v1/runs/{run}/steps/{step}", {"batchUri": path, "batchHash": h, "policyVersion": step, **BODY, **(extra or {})})
     assert s == 202
     s, r = wait_result(url, run, step)
     assert s == 200, r
@@ -59,40 +72,104 @@ def _two_nodes(tiny_model, state_dir) -> tuple[Proc, Proc, Proc]:
     raise TimeoutError("no rank 0 started listening")
 
 
-@pytest.mark.skipif(not torch.distributed.is_gloo_available(), reason="this torch build has no gloo backend")
-def test_two_nodes_match_one_process(tiny_model, tmp_path):
-    path = str(tmp_path / "b.safetensors")
-    # Sequences of different lengths, so ranks split them by tokens and run packs of different sizes.
-    seqs = random_sequences(3, 10, 20, 500, seed=3) + random_sequences(3, 6, 45, 500, seed=4)
-    h = write_batch(path, seqs, "fsdp", 0, 0)
-    path1 = str(tmp_path / "b1.safetensors")
-    h1 = write_batch(path1, random_sequences(4, 8, 30, 500, seed=5), "fsdp", 1, 1)
-    leader, follower, both = _two_nodes(tiny_model, str(tmp_path / "dist"))
+def _weight_sync_into(leader: Proc, eng: Proc, tiny_model: str, tmp) -> dict:
+    """The engine is given other weights, then the two ranks' in-memory weights in 0.25 MB buckets: every
+    rank gathers each bucket's shards, rank 0 sends. Returns the probe's worst difference engine vs trainer
+    before and after, and the number of buckets."""
+    from test_weight_sync import _perturbed_copy, engine_probe, free_port, trainer_probe, worst
+
+    other = tmp / "other"
+    _perturbed_copy(tiny_model, str(other))
+    s, r = http("POST", f"{eng.url}/update_weights_from_disk", {"model_path": str(other)})
+    assert s == 200 and r["success"], r
+    before = worst(engine_probe(eng.url), trainer_probe(leader.url))
+    group, port = "rstar-ws-fsdp", free_port()
+    with ThreadPoolExecutor(2) as ex:
+        t = ex.submit(http, "POST", f"{leader.url}/v1/weight-sync/group", {"masterAddress": "127.0.0.1", "masterPort": port, "worldSize": 2, "groupName": group, "backend": "gloo"})
+        e = ex.submit(http, "POST", f"{eng.url}/init_weights_update_group", {"master_address": "127.0.0.1", "master_port": port, "rank_offset": 1, "world_size": 2, "group_name": group, "backend": "gloo"})
+        assert t.result()[0] == 200, t.result()
+        assert e.result()[0] == 200, e.result()
+        s, plan = http("POST", f"{leader.url}/v1/weight-sync/plan", {"bucketMB": 0.25, "dtype": "float32"})
+        assert s == 200, plan
+        for k, b in enumerate(plan["buckets"]):
+            send = ex.submit(http, "POST", f"{leader.url}/v1/weight-sync/buckets/{k}", {"bucketMB": 0.25, "dtype": "float32", "groupName": group})
+            recv = ex.submit(http, "POST", f"{eng.url}/update_weights_from_distributed", {"names": b["names"], "dtypes": b["dtypes"], "shapes": b["shapes"], "group_name": group, "weight_version": "0"})
+            assert send.result()[0] == 200, send.result()
+            assert recv.result()[0] == 200, recv.result()
+    after = worst(engine_probe(eng.url), trainer_probe(leader.url))
+    return {"before": before, "after": after, "buckets": len(plan["buckets"])}
+
+
+@pytest.fixture(scope="module")
+def runs(tiny_model, engine, tmp_path_factory) -> dict:
+    """Everything the tests check, made by one two-node cluster (step 0 of both runs, then a weight sync
+    into the session's engine), one single process (steps 0 and 1 of both runs, uninterrupted) and one
+    process that resumes both runs at step 1 from the cluster's state directory."""
+    tmp = tmp_path_factory.mktemp("fsdp")
+    dist = str(tmp / "dist")
+    b = {}
+    # fsdp: sequences of different lengths, so ranks split them by tokens and run packs of different sizes.
+    for key, run, step, seqs in (
+        ("fsdp0", "fsdp", 0, random_sequences(3, 10, 20, 500, seed=3) + random_sequences(3, 6, 45, 500, seed=4)),
+        ("fsdp1", "fsdp", 1, random_sequences(4, 8, 30, 500, seed=5)),
+        ("dcp0", "dcp", 0, random_sequences(4, 8, 20, 500, seed=6)),
+        ("dcp1", "dcp", 1, random_sequences(4, 8, 30, 500, seed=7)),
+    ):
+        path = str(tmp / f"{key}.safetensors")
+        b[key] = (run, path, write_batch(path, seqs, run, step, step), step, CK if run == "dcp" else None)
+
+    def step(url, key):
+        run, path, h, i, extra = b[key]
+        return _step(url, run, path, h, i, extra)
+
+    out: dict = {"dist": dist}
+    leader, follower, both = _two_nodes(tiny_model, dist)
     try:
-        s, info = http("GET", f"{leader.url}/v1/info")
-        assert info["worldSize"] == 2 and info["fsdp"] is True and info["nodes"] == 2
-        assert follower.url is None  # the other node's rank serves nothing
-        rd = _step(leader.url, "fsdp", path, h)
-        s, text = http("GET", f"{leader.url}/metrics")
-        assert s == 200 and "rstar_trainer_world_size 2.0" in text and "rstar_trainer_steps_done_total 1.0" in text
+        out["info"] = http("GET", f"{leader.url}/v1/info")[1]
+        out["followerUrl"] = follower.url
+        out["dist0"] = step(leader.url, "fsdp0")
+        out["metrics"] = http("GET", f"{leader.url}/metrics")
+        out["distDcp0"] = step(leader.url, "dcp0")
+        out["sync"] = _weight_sync_into(leader, engine, tiny_model, tmp)
     finally:
         for p in both:
             p.stop()
-    single = Proc(py("rstar_trainer", "serve", "--model", tiny_model, "--port", "0", "--state-dir", str(tmp_path / "one"), "--threads", "1")).wait_listening()
+        s, r = http("POST", f"{engine.url}/update_weights_from_disk", {"model_path": tiny_model, "weight_version": "default"})
+        assert s == 200 and r["success"], r
+    run_dir = os.path.join(dist, "runs", "dcp")
+    out["modelShards"] = sorted(n for n in os.listdir(os.path.join(run_dir, "model", "v1")) if n.endswith(".distcp"))
+    out["optimizerShards"] = sorted(n for n in os.listdir(os.path.join(run_dir, "optimizer", "v1")) if n.endswith(".distcp"))
+    single = Proc(py("rstar_trainer", "serve", "--model", tiny_model, "--port", "0", "--state-dir", str(tmp / "one"), "--threads", "1")).wait_listening()
     try:
-        r1 = _step(single.url, "fsdp", path, h)
-        r1b = _step(single.url, "fsdp", path1, h1, step=1)
+        for key in ("fsdp0", "fsdp1", "dcp0", "dcp1"):
+            out[f"one:{key}"] = step(single.url, key)
     finally:
         single.stop()
-    # One process resumes the two-node run at step 1 from its checkpoint and the AdamW state the two ranks
-    # wrote sharded: the same weights as the process that ran both steps.
-    resumed = Proc(py("rstar_trainer", "serve", "--model", tiny_model, "--port", "0", "--state-dir", str(tmp_path / "dist"), "--threads", "1")).wait_listening()
+    # One process resumes the two-node runs at step 1 from their checkpoints and the AdamW state the two
+    # ranks wrote sharded.
+    resumed = Proc(py("rstar_trainer", "serve", "--model", tiny_model, "--port", "0", "--state-dir", dist, "--threads", "1")).wait_listening()
     try:
-        rdb = _step(resumed.url, "fsdp", path1, h1, step=1)
+        for key in ("fsdp1", "dcp1"):
+            out[f"resumed:{key}"] = step(resumed.url, key)
     finally:
         resumed.stop()
-    wb = load_file(os.path.join(rdb["checkpoint"]["uri"], "model.safetensors"))
-    w1b = load_file(os.path.join(r1b["checkpoint"]["uri"], "model.safetensors"))
+    return out
+
+
+def _weights(result: dict) -> dict:
+    return load_file(os.path.join(result["checkpoint"]["uri"], "model.safetensors"))
+
+
+def test_two_nodes_match_one_process(runs, tiny_model):
+    info = runs["info"]
+    assert info["worldSize"] == 2 and info["fsdp"] is True and info["nodes"] == 2
+    assert runs["followerUrl"] is None  # the other node's rank serves nothing
+    s, text = runs["metrics"]
+    assert s == 200 and "rstar_trainer_world_size 2.0" in text and "rstar_trainer_steps_done_total 1.0" in text
+    rd, r1, r1b, rdb = runs["dist0"], runs["one:fsdp0"], runs["one:fsdp1"], runs["resumed:fsdp1"]
+    # Resumed by one process from the two-node run's checkpoint and sharded AdamW state: the same weights
+    # as the process that ran both steps.
+    wb, w1b = _weights(rdb), _weights(r1b)
     assert max(float((wb[k] - w1b[k]).abs().max()) for k in w1b) < 1e-5
     assert abs(rdb["loss"] - r1b["loss"]) < 1e-5
     assert rd["worldSize"] == 2 and r1["worldSize"] == 1
@@ -102,8 +179,7 @@ def test_two_nodes_match_one_process(tiny_model, tmp_path):
     for a, b in zip(rd["gradNorms"], r1["gradNorms"]):
         assert abs(a - b) < 1e-5 * max(1.0, b), (rd["gradNorms"], r1["gradNorms"])
     assert abs(rd["logprobDrift"]["maxAbs"] - r1["logprobDrift"]["maxAbs"]) < 1e-5
-    wd = load_file(os.path.join(rd["checkpoint"]["uri"], "model.safetensors"))
-    w1 = load_file(os.path.join(r1["checkpoint"]["uri"], "model.safetensors"))
+    wd, w1 = _weights(rd), _weights(r1)
     w0 = load_file(os.path.join(tiny_model, "model.safetensors"))
     assert wd.keys() == w1.keys() == w0.keys()  # the tied lm_head is left out by both
     worst = max(float((wd[k] - w1[k]).abs().max()) for k in w0)
@@ -114,45 +190,23 @@ def test_two_nodes_match_one_process(tiny_model, tmp_path):
     assert sorted(os.listdir(rd["checkpoint"]["uri"])) == sorted(os.listdir(r1["checkpoint"]["uri"]))
 
 
-@pytest.mark.skipif(not torch.distributed.is_gloo_available(), reason="this torch build has no gloo backend")
-def test_sharded_checkpoint_of_two_ranks_resumes_in_one_process(tiny_model, tmp_path):
+def test_sharded_checkpoint_of_two_ranks_resumes_in_one_process(runs):
     """``checkpoints.every: 1`` on two ranks: each rank writes its shard of the fp32 model and of AdamW
     (DCP); one process reads both back (resharded) and trains the next step to the weights of a process
     that ran both steps."""
-    ck = {"checkpoints": {"every": 1}}
-    path = str(tmp_path / "b.safetensors")
-    h = write_batch(path, random_sequences(4, 8, 20, 500, seed=6), "dcp", 0, 0)
-    path1 = str(tmp_path / "b1.safetensors")
-    h1 = write_batch(path1, random_sequences(4, 8, 30, 500, seed=7), "dcp", 1, 1)
-
-    def step(url, p, hh, i):
-        s, _ = http("PUT", f"{url}/v1/runs/dcp/steps/{i}", {"batchUri": p, "batchHash": hh, "policyVersion": i, **BODY, **ck})
-        assert s == 202
-        s, r = wait_result(url, "dcp", i)
-        assert s == 200, r
-        return r
-
-    leader, _follower, both = _two_nodes(tiny_model, str(tmp_path / "dist"))
-    try:
-        step(leader.url, path, h, 0)
-    finally:
-        for p in both:
-            p.stop()
-    shards = sorted(n for n in os.listdir(tmp_path / "dist" / "runs" / "dcp" / "model" / "v1") if n.endswith(".distcp"))
-    assert len(shards) == 2  # one file per rank: the model was never gathered to be saved
-    assert len([n for n in os.listdir(tmp_path / "dist" / "runs" / "dcp" / "optimizer" / "v1") if n.endswith(".distcp")]) == 2
-    single = Proc(py("rstar_trainer", "serve", "--model", tiny_model, "--port", "0", "--state-dir", str(tmp_path / "one"), "--threads", "1")).wait_listening()
-    try:
-        step(single.url, path, h, 0)
-        r1b = step(single.url, path1, h1, 1)
-    finally:
-        single.stop()
-    resumed = Proc(py("rstar_trainer", "serve", "--model", tiny_model, "--port", "0", "--state-dir", str(tmp_path / "dist"), "--threads", "1")).wait_listening()
-    try:
-        rdb = step(resumed.url, path1, h1, 1)
-    finally:
-        resumed.stop()
-    wb = load_file(os.path.join(rdb["checkpoint"]["uri"], "model.safetensors"))
-    w1b = load_file(os.path.join(r1b["checkpoint"]["uri"], "model.safetensors"))
+    assert runs["distDcp0"]["worldSize"] == 2
+    assert len(runs["modelShards"]) == 2  # one file per rank: the model was never gathered to be saved
+    assert len(runs["optimizerShards"]) == 2
+    rdb, r1b = runs["resumed:dcp1"], runs["one:dcp1"]
+    wb, w1b = _weights(rdb), _weights(r1b)
     assert max(float((wb[k] - w1b[k]).abs().max()) for k in w1b) < 1e-5
     assert abs(rdb["loss"] - r1b["loss"]) < 1e-5
+
+
+def test_fsdp_ranks_gather_bucket_by_bucket_and_rank0_sends(runs):
+    """A trainer of two FSDP2 ranks (torchrun, gloo): every rank gathers each bucket's shards, rank 0 sends;
+    the engine then scores the probe as the (sharded) trainer does."""
+    sync = runs["sync"]
+    assert sync["buckets"] >= 3, sync
+    assert sync["before"] > 1e-2, sync  # the engine held other weights
+    assert sync["after"] < 1e-4, sync

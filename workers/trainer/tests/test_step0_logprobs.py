@@ -6,14 +6,13 @@ checks the loss mask and the one-token shift between logits and targets."""
 import pytest
 from transformers import AutoTokenizer
 
-from conftest import Proc, generate, http, py, wait_result, write_batch
+from conftest import generate, http, wait_result, write_batch
 
 
 @pytest.fixture(scope="module")
-def worker(tiny_model, tmp_path_factory):
-    p = Proc(py("rstar_trainer", "serve", "--model", tiny_model, "--port", "0", "--state-dir", str(tmp_path_factory.mktemp("s0")), "--threads", "1")).wait_listening()
-    yield p
-    p.stop()
+def worker(trainer):
+    """The session's trainer worker (conftest); each temperature trains a run of its own from the base model."""
+    return trainer
 
 
 def _rollouts(engine_url, tok, temperature: float, n: int = 4):

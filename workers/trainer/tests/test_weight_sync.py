@@ -1,5 +1,6 @@
 """Weights from the trainer worker's memory into the reference engine over torch.distributed (gloo), and
-the behaviour probe: real processes, no mocks."""
+the behaviour probe: real processes, no mocks. (The same from two FSDP2 ranks: test_fsdp.py, on the
+cluster that module starts anyway.)"""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from helpers import Proc, http, py, random_sequences, wait_result, write_batch
+from helpers import http, random_sequences, wait_result, write_batch
 
 RUN = "ws-run"
 
@@ -22,18 +23,18 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def worker(tiny_model, tmp_path_factory):
-    state = tmp_path_factory.mktemp("ws-state")
-    p = Proc(py("rstar_trainer", "serve", "--model", tiny_model, "--port", "0", "--state-dir", str(state), "--threads", "1")).wait_listening()
-    yield p
-    p.stop()
+def worker(trainer):
+    """The session's trainer worker (conftest); this module trains run ``ws-run`` on it."""
+    return trainer
 
 
 @pytest.fixture(scope="module")
-def eng(tiny_model):
-    p = Proc(py("rstar_trainer.engine", "serve", "--model", tiny_model, "--port", "0", "--kv-capacity-tokens", "4096", "--threads", "1")).wait_listening()
-    yield p
-    p.stop()
+def eng(tiny_model, engine):
+    """The session's engine (conftest); the tests load other weights into it, so the base model goes
+    back in (as version "default") when the module is done."""
+    yield engine
+    s, r = http("POST", f"{engine.url}/update_weights_from_disk", {"model_path": tiny_model, "weight_version": "default"})
+    assert s == 200 and r["success"], r
 
 
 PROBE = [(i * 7919 + 11) % 490 + 3 for i in range(24)]
@@ -134,33 +135,3 @@ def _perturbed_copy(src: str, out: str) -> None:
         if n.startswith("tokenizer") or n in ("chat_template.jinja", "special_tokens_map.json"):
             shutil.copyfile(os.path.join(src, n), os.path.join(out, n))
 
-
-def test_fsdp_ranks_gather_bucket_by_bucket_and_rank0_sends(tiny_model, eng, tmp_path):
-    """A trainer of two FSDP2 ranks (torchrun, gloo): every rank gathers each bucket's shards, rank 0 sends;
-    the engine then scores the probe as the (sharded) trainer does."""
-    from test_fsdp import _two_nodes
-
-    other = tmp_path / "other"
-    _perturbed_copy(tiny_model, str(other))
-    s, r = http("POST", f"{eng.url}/update_weights_from_disk", {"model_path": str(other)})
-    assert s == 200 and r["success"], r
-    leader, _follower, both = _two_nodes(tiny_model, str(tmp_path / "dist"))
-    try:
-        assert worst(engine_probe(eng.url), trainer_probe(leader.url)) > 1e-2
-        group, port = "rstar-ws-fsdp", free_port()
-        with ThreadPoolExecutor(2) as ex:
-            t = ex.submit(http, "POST", f"{leader.url}/v1/weight-sync/group", {"masterAddress": "127.0.0.1", "masterPort": port, "worldSize": 2, "groupName": group, "backend": "gloo"})
-            e = ex.submit(http, "POST", f"{eng.url}/init_weights_update_group", {"master_address": "127.0.0.1", "master_port": port, "rank_offset": 1, "world_size": 2, "group_name": group, "backend": "gloo"})
-            assert t.result()[0] == 200, t.result()
-            assert e.result()[0] == 200, e.result()
-            s, plan = http("POST", f"{leader.url}/v1/weight-sync/plan", {"bucketMB": 0.25, "dtype": "float32"})
-            assert s == 200 and len(plan["buckets"]) >= 3, plan
-            for k, b in enumerate(plan["buckets"]):
-                send = ex.submit(http, "POST", f"{leader.url}/v1/weight-sync/buckets/{k}", {"bucketMB": 0.25, "dtype": "float32", "groupName": group})
-                recv = ex.submit(http, "POST", f"{eng.url}/update_weights_from_distributed", {"names": b["names"], "dtypes": b["dtypes"], "shapes": b["shapes"], "group_name": group, "weight_version": "0"})
-                assert send.result()[0] == 200, send.result()
-                assert recv.result()[0] == 200, recv.result()
-        assert worst(engine_probe(eng.url), trainer_probe(leader.url)) < 1e-4
-    finally:
-        for p in both:
-            p.stop()

@@ -10,17 +10,15 @@ import pytest
 
 from rstar_trainer.model_io import STABLE, sha256_file, tokenizer_hash
 
-from conftest import Proc, http, py, random_sequences, wait_result, write_batch
+from conftest import http, py, random_sequences, wait_result, write_batch
 
 RUN = "run:http-1"
 
 
 @pytest.fixture(scope="module")
-def worker(tiny_model, tmp_path_factory):
-    state = tmp_path_factory.mktemp("worker-state")
-    p = Proc(py("rstar_trainer", "serve", "--model", tiny_model, "--port", "0", "--state-dir", str(state), "--threads", "1")).wait_listening()
-    yield p
-    p.stop()
+def worker(trainer):
+    """The session's trainer worker (conftest): these tests use run ids of their own on it."""
+    return trainer
 
 
 @pytest.fixture(scope="module")
