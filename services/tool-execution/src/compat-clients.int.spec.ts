@@ -209,11 +209,6 @@ describe.skipIf(!present)('drop-in routes with three real clients\' shapes, comp
     console.log(`code-judge batch: ${r.bytes} bytes, differences from python3: ${diffs.length ? diffs.join('; ') : 'none'}`);
   }, 600_000);
 
-  it('code-judge requests carry no time limit: code-judge\'s own 10 s applies, so a 6 s program finishes', async () => {
-    const r = await post('/run', { type: 'python', solution: 'import time\ntime.sleep(6)\nprint("woke")', input: null });
-    expect(r.body).toMatchObject({ run_success: true, reason: '', stdout: 'woke\n' });
-  }, 60_000);
-
   it('verl\'s SandboxFusion call on real ToRA blocks and the edge cases: no client error, every difference documented', async () => {
     const tora = readFileSync(join(DEFAULT_TRAJECTORY_DIR, 'tora_70b_gsm8k.jsonl'), 'utf8')
       .split('\n')
@@ -256,7 +251,13 @@ describe.skipIf(!present)('drop-in routes with three real clients\' shapes, comp
     console.log(`verl /run_code: differences from python3: ${diffs.join('; ')}`);
   }, 300_000);
 
-  it('the sandbox-fusion PyPI client, unchanged, on the edge cases: no client error', async () => {
+  // Sleeps on one sandbox worker while the PyPI client's calls (one at a time) use the other: side by side.
+  it.concurrent('code-judge requests carry no time limit: code-judge\'s own 10 s applies, so a 6 s program finishes', async () => {
+    const r = await post('/run', { type: 'python', solution: 'import time\ntime.sleep(6)\nprint("woke")', input: null });
+    expect(r.body).toMatchObject({ run_success: true, reason: '', stdout: 'woke\n' });
+  }, 60_000);
+
+  it.concurrent('the sandbox-fusion PyPI client, unchanged, on the edge cases: no client error', async () => {
     expect(existsSync(DEV_PYTHON), `${DEV_PYTHON} missing: run bash infra/local/setup.sh (infra/python/requirements-dev.txt)`).toBe(true);
     const dir = mkdtempSync(join(tmpdir(), 'rstar-sf-client-'));
     const input = join(dir, 'cases.json');
