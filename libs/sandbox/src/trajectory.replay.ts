@@ -100,19 +100,13 @@ function recordedAsPlain(source: string, rec: string): string {
 }
 
 const ERR_RE = /Traceback|Error\b|Error:|Exception/;
-const RECORDED_TIMEOUT_RE = /Timeout waiting for reply|Timed Out|Timed out after/;
-
-/** Whether the source's harness recorded this block as timed out (its output is then never compared). */
-export function recordedTimeout(source: string, recorded: string | null): boolean {
-  return recorded !== null && RECORDED_TIMEOUT_RE.test(recordedAsPlain(source, recorded));
-}
 
 /** Classify one replayed block against its recording. */
 export function compareBlock(source: string, code: string, recorded: string | null, r: ExecResult): ReplayKind {
   if (recorded === null) return 'not_recorded';
   if (/wikipedia_search/.test(code)) return 'live_tool';
   const rec = recordedAsPlain(source, recorded);
-  if (RECORDED_TIMEOUT_RE.test(rec)) return 'recorded_timeout';
+  if (/Timeout waiting for reply|Timed Out|Timed out after/.test(rec)) return 'recorded_timeout';
   if (r.status === 'timeout') return 'our_timeout';
   const ours = renderAsSource(source, r);
   const a = normaliseOutput(ours);
@@ -149,16 +143,11 @@ export interface ReplayExecutor {
 /**
  * Execute every block of `trajectories` as its source did (stateless, or one session per trajectory
  * for stateful sources, blocks in order), `concurrency` trajectories at a time, and compare.
- * `timeoutMs` (default 6000) is each block's limit; `recordedTimeoutMs` (default: the same) is the limit
- * of a block the source itself recorded as timed out. Such a block is classed `recorded_timeout` whatever
- * it does here, so a shorter limit changes no comparison of its own; it still runs, and a timeout here
- * still resets the session, so the blocks after it are compared as before or, where state was lost,
- * counted as `after_session_reset` (never as agreeing).
  */
 export async function replayTrajectories(
   pool: ReplayExecutor,
   trajectories: RecordedTrajectory[],
-  opts: { concurrency?: number; timeoutMs?: number; recordedTimeoutMs?: number } = {},
+  opts: { concurrency?: number; timeoutMs?: number } = {},
 ): Promise<ReplayReport> {
   const counts = Object.fromEntries(
     (['same', 'both_error', 'not_recorded', 'recorded_timeout', 'our_timeout', 'live_tool', 'error_mismatch', 'after_session_reset', 'differs'] as const).map(
@@ -177,9 +166,7 @@ export async function replayTrajectories(
       let lostState = false;
       for (let i = 0; i < t.blocks.length; i++) {
         const b = t.blocks[i]!;
-        const limit = opts.timeoutMs ?? 6000;
-        const timeoutMs = recordedTimeout(t.source, b.recorded) ? Math.min(limit, opts.recordedTimeoutMs ?? limit) : limit;
-        const r = await pool.execute({ code: b.code, session, timeoutMs, outputChars: 4000 });
+        const r = await pool.execute({ code: b.code, session, timeoutMs: opts.timeoutMs ?? 6000, outputChars: 4000 });
         blocks++;
         let kind = compareBlock(t.source, b.code, b.recorded, r);
         // A cell after a session reset (our timeout) runs without the names earlier cells defined.

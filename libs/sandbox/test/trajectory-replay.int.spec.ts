@@ -35,9 +35,7 @@ describe.skipIf(!present)('trajectory replay', () => {
       expect(new Set(trajectories.map((t) => t.source)).size).toBe(7);
       const { total, scipy } = pool.health().workers;
       const concurrency = (total - scipy) * SESSIONS_PER_WORKER;
-      // A block the source itself recorded as timed out is never compared (recorded_timeout): 1 s is
-      // enough to run it, where the full 6 s made its CPU-bound loops burn a worker for nothing.
-      const rep = await replayTrajectories(pool, trajectories, { concurrency, timeoutMs: 6000, recordedTimeoutMs: 1000 });
+      const rep = await replayTrajectories(pool, trajectories, { concurrency, timeoutMs: 6000 });
       const byKind: Record<string, string[]> = {};
       for (const m of rep.mismatches) (byKind[m.kind] ??= []).push(`${m.id}#${m.block}`);
       console.log(
