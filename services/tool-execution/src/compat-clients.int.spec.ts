@@ -14,7 +14,7 @@ import { ToolExecutionModule } from './tool-execution.module';
  * The three clients that call a sandbox today, by their request and response shapes at real sizes,
  * against the real tool-execution service (HTTP, its defaults), each answer compared with plain
  * `python3 prog.py` on the same program (the sandbox's interpreter, an empty environment but PATH, HOME
- * and a UTF-8 locale, stdin the same, 60 s to finish):
+ * and a UTF-8 locale, stdin the same, 15 s of CPU and 60 s of wall time to finish):
  * - rStar2-Agent's code-judge client: `POST /run/long-batch` with 32 submissions, each one whole program
  *   (our executor in the shape of its `jupyter_code` tool, compat-clients.executor.ts) replaying a real
  *   MathCoder rollout's earlier cells and running its last (~9 KB each, ~0.3 MB per batch), plus its
@@ -48,15 +48,31 @@ interface Outcome {
 const normalise = (s: string, prog?: string) => (prog ? s.split(prog).join('<code>') : s).replace(/0x[0-9a-f]{6,16}/g, '0x...');
 
 /**
- * `python3 prog.py` in a fresh directory with `env` added to a bare environment, killed at 60 s: longer
- * than the clients' 10 s, so a program the sandbox stopped at its limit still gets python3's own answer.
+ * CPU seconds python3 gets (RLIMIT_CPU, soft: SIGXCPU): one and a half times the clients' 10 s of wall
+ * time. A program that needs more CPU than that could not have finished inside the sandbox's 10 s on any
+ * host (same interpreter; the sandbox's zygote only saves the imports, under a second), so its python3
+ * answer is "did not finish" either way. Counting CPU and not wall time keeps that true on a loaded host
+ * without letting a program that never ends (one of the 32 rollouts runs sympy for minutes) burn a core
+ * for the whole wall budget.
+ */
+const PYTHON3_CPU_S = 15;
+
+/**
+ * `python3 prog.py` in a fresh directory with `env` added to a bare environment, stopped after
+ * {@link PYTHON3_CPU_S} s of CPU or 60 s of wall time: longer than the clients' 10 s, so a program the
+ * sandbox stopped at its limit still gets python3's own answer when it has one.
  */
 function python3(code: string, stdin: string, env: Record<string, string> = {}): Promise<Outcome> {
   const dir = mkdtempSync(join(tmpdir(), 'rstar-compat-'));
   const prog = join(dir, 'prog.py');
   writeFileSync(prog, code);
   return new Promise((settle) => {
-    const p = spawn(PYTHON, [prog], { cwd: dir, env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: dir, LANG: 'C.UTF-8', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    // The shell only sets the soft CPU limit, then execs python3 (same process, same argv as `python3 prog.py`).
+    const p = spawn('/bin/sh', ['-c', `ulimit -S -t ${PYTHON3_CPU_S} && exec "$0" "$@"`, PYTHON, prog], {
+      cwd: dir,
+      env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: dir, LANG: 'C.UTF-8', ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     p.stdout.on('data', (d: Buffer) => out.push(d));
@@ -73,7 +89,7 @@ function python3(code: string, stdin: string, env: Record<string, string> = {}):
       rmSync(dir, { recursive: true, force: true });
       const text = (b: Buffer[]) => normalise(Buffer.concat(b).toString('utf8'), prog);
       const sig = signal ? -(({ SIGKILL: 9, SIGSEGV: 11, SIGABRT: 6, SIGTERM: 15, SIGINT: 2 }) as Record<string, number>)[signal]! : null;
-      settle({ stdout: text(out), stderr: text(err), returnCode: timedOut ? null : (code ?? sig) });
+      settle({ stdout: text(out), stderr: text(err), returnCode: timedOut || signal === 'SIGXCPU' ? null : (code ?? sig) });
     });
   });
 }
@@ -104,7 +120,7 @@ const DOCUMENTED: Record<string, Record<string, string>> = {
  * Why the sandbox's answer differs from python3's, or null when they agree. A difference is documented
  * when python3 gives the sandbox's answer with a documented setting, when the memory limit killed the
  * call (its stderr then ends with the sandbox's MemoryError line), when the sandbox stopped it at the
- * clients' 10 s time limit while python3 (given 60 s) finished, or when python3 itself does not
+ * clients' 10 s time limit while python3 (given 15 s of CPU, 60 s of wall time) finished, or when python3 itself does not
  * repeat its own answer (the program is not deterministic); anything else is `undocumented: ...`.
  */
 async function difference(code: string, stdin: string, ref: Outcome, got: Outcome): Promise<string | null> {
@@ -193,11 +209,6 @@ describe.skipIf(!present)('drop-in routes with three real clients\' shapes, comp
     console.log(`code-judge batch: ${r.bytes} bytes, differences from python3: ${diffs.length ? diffs.join('; ') : 'none'}`);
   }, 600_000);
 
-  it('code-judge requests carry no time limit: code-judge\'s own 10 s applies, so a 6 s program finishes', async () => {
-    const r = await post('/run', { type: 'python', solution: 'import time\ntime.sleep(6)\nprint("woke")', input: null });
-    expect(r.body).toMatchObject({ run_success: true, reason: '', stdout: 'woke\n' });
-  }, 60_000);
-
   it('verl\'s SandboxFusion call on real ToRA blocks and the edge cases: no client error, every difference documented', async () => {
     const tora = readFileSync(join(DEFAULT_TRAJECTORY_DIR, 'tora_70b_gsm8k.jsonl'), 'utf8')
       .split('\n')
@@ -240,7 +251,13 @@ describe.skipIf(!present)('drop-in routes with three real clients\' shapes, comp
     console.log(`verl /run_code: differences from python3: ${diffs.join('; ')}`);
   }, 300_000);
 
-  it('the sandbox-fusion PyPI client, unchanged, on the edge cases: no client error', async () => {
+  // Sleeps on one sandbox worker while the PyPI client's calls (one at a time) use the other: side by side.
+  it.concurrent('code-judge requests carry no time limit: code-judge\'s own 10 s applies, so a 6 s program finishes', async () => {
+    const r = await post('/run', { type: 'python', solution: 'import time\ntime.sleep(6)\nprint("woke")', input: null });
+    expect(r.body).toMatchObject({ run_success: true, reason: '', stdout: 'woke\n' });
+  }, 60_000);
+
+  it.concurrent('the sandbox-fusion PyPI client, unchanged, on the edge cases: no client error', async () => {
     expect(existsSync(DEV_PYTHON), `${DEV_PYTHON} missing: run bash infra/local/setup.sh (infra/python/requirements-dev.txt)`).toBe(true);
     const dir = mkdtempSync(join(tmpdir(), 'rstar-sf-client-'));
     const input = join(dir, 'cases.json');
