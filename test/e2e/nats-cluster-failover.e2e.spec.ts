@@ -65,6 +65,29 @@ describe('NATS cluster: a node, then the stream leader, killed mid-run and resta
     }
   };
   const archivedOf = async (runId: string, types?: EventType[]) => readRunEvents(store!, runId, types).catch(() => []);
+  /**
+   * What differs between the stream and the archive, for a failure message: stream messages whose event id the
+   * archive lacks (a lost event) and ids stored at two stream sequences (a publish that escaped deduplication).
+   */
+  const streamArchiveDiff = async (): Promise<string> => {
+    const info = await streamInfo();
+    if (!info) return 'the stream did not answer';
+    const seen = new Map<string, number>();
+    const runs = new Set<string>();
+    const lines: string[] = [];
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+      const m = await bus!.jsm.streams.getMessage(bus!.stream, { seq }).catch(() => undefined);
+      if (!m) continue;
+      const ev = JSON.parse(new TextDecoder().decode(m.data)) as { id: string; type: string; runId: string };
+      runs.add(ev.runId);
+      if (seen.has(ev.id)) lines.push(`${ev.id} at seq ${seen.get(ev.id)} and ${seq} (${m.subject})`);
+      seen.set(ev.id, seq);
+    }
+    const archived = new Set<string>();
+    for (const r of runs) for (const e of await archivedOf(r)) archived.add(e.id);
+    const missing = [...seen].filter(([id]) => !archived.has(id)).map(([id, seq]) => `${id} (seq ${seq})`);
+    return `stream ${info.state.messages} messages, archive of their runs ${archived.size}; not archived: ${missing.slice(0, 8).join(', ') || 'none'}${missing.length > 8 ? ` and ${missing.length - 8} more` : ''}; stored twice: ${lines.slice(0, 8).join(', ') || 'none'}`;
+  };
 
   it('the services created the stream with 3 replicas, one on each node, bounded by RSTAR_STREAM_MAX_BYTES', async () => {
     const info = await until(streamInfo, 'the stream info');
@@ -114,7 +137,9 @@ describe('NATS cluster: a node, then the stream leader, killed mid-run and resta
       await until(async () => (await archivedOf(runId, ['RunCompleted'])).length > 0 || undefined, `run ${runId}'s RunCompleted archived`, { timeoutMs: 60_000, everyMs: 200 });
       // Nothing lost or doubled between the bus and the archive: every message the stream stored is archived
       // once (events of both runs of this file; the archive's primary key is the event id).
-      const both = await archiveCaughtUp(store!, async () => (await streamInfo())?.state.messages);
+      const both = await archiveCaughtUp(store!, async () => (await streamInfo())?.state.messages).catch(async (e: Error) => {
+        throw new Error(`${e.message}; ${await streamArchiveDiff()}`);
+      });
       expect(both).toBeGreaterThan(0);
       expectRunExactlyOnce(await archivedOf(runId), SHAPE);
       // The restarted node is a current replica again (it caught up from its peers).

@@ -28,19 +28,19 @@ export interface PipelineOptions {
  */
 export async function startPipeline(opts: PipelineOptions): Promise<Map<PipelineService, ServiceProcess>> {
   const ack = String(opts.ackWaitMs ?? 5_000);
-  // What a killed tool-execution, reward-grading or optimization held comes back after these ack waits (90 s,
-  // 30 s and 60 s by default). Their live handlers heartbeat, but messages a client pulled and has not started
-  // yet do not: 10 s leaves those room to wait for a slot on a loaded machine without being delivered twice.
-  const stageAck = String(Math.max(opts.ackWaitMs ?? 5_000, 10_000));
+  // tool-execution, reward-grading and optimization keep their default ack waits (90 s, 30 s, 60 s) here: a
+  // tool call redelivered while its first execution's ack was lost (a stream leader killed) runs again and
+  // publishes a ToolCallCompleted of the same id with other timings, which the stream stores as a second
+  // message (its Nats-Msg-Id digest differs) and the archiver records as an id collision. With 10 s waits the
+  // nats-cluster-failover e2e met it inside the run (2026-12-03); see the closing note of stop 37.
   const engines = `builtin=${opts.engineUrl}`;
   const common = { RSTAR_NATS_URL: opts.natsUrl, RSTAR_DATABASE_URL: opts.databaseUrl, RSTAR_LOG_LEVEL: 'warn', ...opts.env };
   const env: Record<PipelineService, Record<string, string>> = {
     'control-plane': { RSTAR_ARCHIVER_ACK_WAIT_MS: ack },
-    'tool-execution': { RSTAR_SANDBOX_WORKERS: '1', RSTAR_ACK_WAIT_MS: stageAck },
-    'reward-grading': { RSTAR_GRADER_SANDBOX_WORKERS: '1', RSTAR_ACK_WAIT_MS: stageAck },
+    'tool-execution': { RSTAR_SANDBOX_WORKERS: '1' },
+    'reward-grading': { RSTAR_GRADER_SANDBOX_WORKERS: '1' },
     resampling: {},
-    // A restarted optimization resumes the run once the dead one's RunStarted is redelivered.
-    optimization: { RSTAR_ENGINES: engines, RSTAR_CHECKPOINT_DIR: opts.checkpointDir, RSTAR_RUNS_ACK_WAIT_MS: stageAck },
+    optimization: { RSTAR_ENGINES: engines, RSTAR_CHECKPOINT_DIR: opts.checkpointDir },
     'policy-serving': { RSTAR_ENGINES: engines, RSTAR_COMPACT_PROMPT: '1', RSTAR_INSTANCE_ID: 'pipeline-0', RSTAR_ACK_WAIT_MS: ack },
   };
   const svcs = new Map<PipelineService, ServiceProcess>();
