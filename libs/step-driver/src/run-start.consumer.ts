@@ -1,5 +1,5 @@
 import type { EventStore } from '@rstar/event-store';
-import type { EventBus, Subscription } from '@rstar/messaging';
+import { withHeartbeat, type EventBus, type Subscription } from '@rstar/messaging';
 import { launchDistributedRun, type LaunchDeps } from './distributed-run.launcher';
 import { pipelineDurables, waitForConsumers } from './pipeline.consumers';
 
@@ -59,24 +59,24 @@ export class RunStartConsumer {
         if (ev.data.rerunOf) return;
         this.active = ev.runId;
         // Every phase of a run (the archive read, SFT, a long step) keeps the message this instance's while it lives.
-        const beat = setInterval(() => ctx.working(), Math.max(100, Math.floor(ackWaitMs / 3)));
         try {
-          // A stage that subscribes after the first RolloutRequested would start past it.
-          await waitForConsumers(this.bus, this.opts.pipeline ?? pipelineDurables(), {
-            onWait: (missing) => {
-              ctx.working();
-              this.opts.log?.('waiting for the stages to subscribe before starting the run', { runId: ev.runId, missing });
-            },
-            reportEveryMs: 5_000,
+          await withHeartbeat(ctx, ackWaitMs, async () => {
+            // A stage that subscribes after the first RolloutRequested would start past it.
+            await waitForConsumers(this.bus, this.opts.pipeline ?? pipelineDurables(), {
+              onWait: (missing) => {
+                ctx.working();
+                this.opts.log?.('waiting for the stages to subscribe before starting the run', { runId: ev.runId, missing });
+              },
+              reportEveryMs: 5_000,
+            });
+            await this.opts.archiveCaughtUp?.(() => ctx.working());
+            const r = await launchDistributedRun(ev, {
+              bus: this.bus, store: this.store, engines: this.opts.engines, checkpointRoot: this.opts.checkpointRoot, working: () => ctx.working(), log: this.opts.log,
+              trainerUrl: this.opts.trainerUrl, batchDir: this.opts.batchDir,
+            });
+            this.opts.log?.('run ended', { runId: ev.runId, steps: r?.steps ?? null });
           });
-          await this.opts.archiveCaughtUp?.(() => ctx.working());
-          const r = await launchDistributedRun(ev, {
-            bus: this.bus, store: this.store, engines: this.opts.engines, checkpointRoot: this.opts.checkpointRoot, working: () => ctx.working(), log: this.opts.log,
-            trainerUrl: this.opts.trainerUrl, batchDir: this.opts.batchDir,
-          });
-          this.opts.log?.('run ended', { runId: ev.runId, steps: r?.steps ?? null });
         } finally {
-          clearInterval(beat);
           this.active = null;
         }
       },
